@@ -1,0 +1,181 @@
+/**
+ * The agent loop: model turn, tool calls in parallel, results, next turn, until the model
+ * answers or the step budget runs out. Steps are counted as RECURSION_LIMIT counts them: a
+ * model turn and a tool turn are one step each, so answering takes two and each sequential tool
+ * turn two more (limit 50: 24 tool turns, then the answer).
+ */
+import { isAppError } from "../errors.js";
+import type { Ids } from "../ids.js";
+import { type JsonValue, wellFormed } from "../json.js";
+import type { Logger } from "../observability/logger.js";
+import type { Message, ToolCall } from "../store/ports.js";
+import type { RunEvent, Usage } from "./events.js";
+import { INVALID_ARGUMENTS_PREFIX, type Model, type ToolSpec } from "./model.js";
+import type { Tool, ToolContext } from "./tools/define.js";
+
+export const STEP_LIMIT_REPLY =
+  "I stopped here because this request needed more steps than one run allows. Say 'continue' and I will pick up where I left off.";
+
+/** Retries of a turn whose tool arguments were not valid JSON, within the same step. */
+const MAX_ARGUMENT_RETRIES = 2;
+
+export interface LoopOptions {
+  readonly model: Model;
+  readonly system: string;
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly recursionLimit: number;
+  readonly dev: boolean;
+  readonly signal: AbortSignal;
+  readonly ids: Ids;
+  readonly logger: Logger;
+  /** The conversation so far, this run's user message included. */
+  readonly messages: Message[];
+  readonly emit: (event: RunEvent) => void;
+  /** Appends messages to the thread (a checkpoint after every step). */
+  readonly persist: (messages: readonly Message[]) => Promise<void>;
+  readonly toolContext: Omit<ToolContext, "signal">;
+}
+
+export interface LoopResult {
+  status: "ok" | "step_limit";
+  usage: Usage;
+}
+
+export async function runLoop(options: LoopOptions): Promise<LoopResult> {
+  const { model, system, tools, recursionLimit, signal, ids, messages, emit, persist } = options;
+  const specs: ToolSpec[] = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
+  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  let step = 0;
+  let retries = 0;
+
+  for (;;) {
+    step += 1;
+    let text = "";
+    const calls: { id: string; name: string; arguments: string }[] = [];
+    for await (const event of model.stream({ system, messages, tools: specs, signal })) {
+      if (event.type === "text") {
+        text += event.text;
+        emit({ type: "message.delta", text: event.text });
+      } else if (event.type === "tool_call") calls.push(event);
+      else {
+        usage.input_tokens += event.input_tokens;
+        usage.output_tokens += event.output_tokens;
+      }
+    }
+    signal.throwIfAborted();
+
+    if (calls.length === 0) {
+      await commit([{ id: ids.messageId(), role: "assistant", content: text }]);
+      return { status: "ok", usage };
+    }
+    // A tool turn needs this step, the tool step and two more to answer afterwards.
+    if (recursionLimit - step < 2) {
+      emit({ type: "message.delta", text: STEP_LIMIT_REPLY });
+      await commit([{ id: ids.messageId(), role: "assistant", content: text ? `${text}\n\n${STEP_LIMIT_REPLY}` : STEP_LIMIT_REPLY }]);
+      return { status: "step_limit", usage };
+    }
+
+    const parsed = calls.map((c) => ({ ...c, args: parseArguments(c.arguments) }));
+    const toolCalls: ToolCall[] = parsed.map((c) => ({ id: c.id, name: c.name, args: c.args ?? {} }));
+    // Checkpoint the calls before running them, so a stop leaves them visibly open.
+    await commit([{ id: ids.messageId(), role: "assistant", content: text, tool_calls: toolCalls }]);
+    for (const c of toolCalls) emit({ type: "tool.call", id: c.id, name: c.name, args: c.args });
+    const results = await Promise.all(
+      parsed.map((c) =>
+        c.args === null
+          ? Promise.resolve<Result>({ content: `${INVALID_ARGUMENTS_PREFIX} the arguments were not valid JSON; call the tool again with a JSON object.`, is_error: true })
+          : runTool(options, c.id, c.name, c.args),
+      ),
+    );
+    signal.throwIfAborted();
+    const toolMessages: Message[] = parsed.map((c, i) => {
+      const r = results[i]!;
+      const content = wellFormed(r.content);
+      emit({ type: "tool.result", id: c.id, name: c.name, result: content, is_error: r.is_error, ...(r.error_id ? { error_id: r.error_id } : {}) });
+      return {
+        id: ids.messageId(),
+        role: "tool",
+        content,
+        tool_call_id: c.id,
+        name: c.name,
+        is_error: r.is_error,
+        ...(r.error_id ? { error_id: r.error_id } : {}),
+      };
+    });
+    await commit(toolMessages);
+
+    // Invalid JSON arguments: ask again within the same step, at most twice.
+    if (parsed.some((c) => c.args === null) && retries < MAX_ARGUMENT_RETRIES) {
+      retries += 1;
+      step -= 1;
+      continue;
+    }
+    retries = 0;
+    step += 1;
+  }
+
+  async function commit(batch: Message[]): Promise<void> {
+    messages.push(...batch);
+    await persist(batch);
+  }
+}
+
+interface Result {
+  content: string;
+  is_error: boolean;
+  error_id?: string;
+}
+
+function parseArguments(text: string): Record<string, JsonValue> | null {
+  if (text.trim() === "") return {};
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, JsonValue>) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function runTool(options: LoopOptions, id: string, name: string, args: Record<string, JsonValue>): Promise<Result> {
+  const tool = options.tools.get(name);
+  if (!tool) return { content: `There is no tool named ${JSON.stringify(name)}.`, is_error: true };
+  const problems = tool.check(args);
+  if (problems.length > 0)
+    return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
+  try {
+    const value = await tool.run(args, { ...options.toolContext, signal: options.signal });
+    return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
+  } catch (error) {
+    if (options.signal.aborted) throw options.signal.reason;
+    const errorId = options.ids.errorId();
+    const errorType = isAppError(error) ? error.name : error instanceof Error ? error.name : "Error";
+    options.logger.warning("tool call failed", { error_id: errorId, tool: name, error_type: errorType, tool_call_id: id });
+    // Policy refusals and failed calls carry a reason written for the model (spec 7.4).
+    if (isAppError(error) && (error.code === "api_policy" || error.code === "api_call"))
+      return { content: `${error.name}: ${error.message}`, is_error: true, error_id: errorId };
+    const detail = options.dev && error instanceof Error ? `: ${error.message}` : "";
+    return { content: `The tool failed${detail}. Reference: ${errorId}.`, is_error: true, error_id: errorId };
+  }
+}
+
+/** Tool calls left open by a stopped run, answered with error results before the next run. */
+export function closeOpenToolCalls(messages: readonly Message[], ids: Ids): Message[] {
+  const answered = new Set<string>();
+  for (const m of messages) if (m.role === "tool") answered.add(m.tool_call_id);
+  const out: Message[] = [];
+  for (const m of messages) {
+    if (m.role !== "assistant" || !m.tool_calls) continue;
+    for (const call of m.tool_calls) {
+      if (answered.has(call.id)) continue;
+      out.push({
+        id: ids.messageId(),
+        role: "tool",
+        content: "This tool call was interrupted before it finished; its result is unknown.",
+        tool_call_id: call.id,
+        name: call.name,
+        is_error: true,
+      });
+    }
+  }
+  return out;
+}

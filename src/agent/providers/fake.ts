@@ -1,0 +1,146 @@
+/**
+ * The fake model (CONTRACT section 3): deterministic, no network. Directives are the lines of
+ * the run's user message that start with `/`; other lines are the text.
+ */
+import { ModelError } from "../../errors.js";
+import { codePointLength } from "../../json.js";
+import type { Message } from "../../store/ports.js";
+import { INVALID_ARGUMENTS_PREFIX, type Model, type ModelEvent, type ModelRequest } from "../model.js";
+
+interface Script {
+  turns: { name: string; args: string }[][];
+  loop: { name: string; args: string } | null;
+  answer: string | null;
+  json: string[];
+  sleepMs: number;
+  error: boolean;
+  text: string;
+}
+
+export function parseScript(message: string): Script {
+  const script: Script = { turns: [], loop: null, answer: null, json: [], sleepMs: 0, error: false, text: "" };
+  const text: string[] = [];
+  let current: { name: string; args: string }[] = [];
+  for (const line of message.split("\n")) {
+    if (!line.startsWith("/")) {
+      text.push(line);
+      continue;
+    }
+    const [word = "", rest = ""] = splitOnce(line.slice(1));
+    if (word === "call" || word === "loop") {
+      const [name = "", args = ""] = splitOnce(rest);
+      if (word === "loop") script.loop = { name, args };
+      else current.push({ name, args });
+    } else if (word === "step") {
+      script.turns.push(current);
+      current = [];
+    } else if (word === "answer") script.answer = rest;
+    else if (word === "json") script.json.push(rest);
+    else if (word === "sleep") script.sleepMs = Math.max(0, Number(rest) || 0);
+    else if (word === "error") script.error = true;
+    else text.push(line);
+  }
+  script.turns.push(current);
+  script.turns = script.turns.filter((t) => t.length > 0);
+  script.text = text.join("\n");
+  return script;
+}
+
+function splitOnce(s: string): [string, string] {
+  const i = s.indexOf(" ");
+  return i < 0 ? [s, ""] : [s.slice(0, i), s.slice(i + 1)];
+}
+
+/** Splits text into pieces of at most 16 code points. */
+export function pieces(text: string, size = 16): string[] {
+  const cps = Array.from(text);
+  const out: string[] = [];
+  for (let i = 0; i < cps.length; i += size) out.push(cps.slice(i, i + size).join(""));
+  return out;
+}
+
+export function createFakeModel(name = "fake"): Model {
+  let callSeq = 0;
+  return {
+    provider: "fake",
+    name,
+    async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+      const { messages, signal } = request;
+      const start = lastUserIndex(messages);
+      const script = parseScript(start >= 0 ? messages[start]!.content : "");
+      if (script.sleepMs > 0) await sleep(script.sleepMs, signal);
+      if (signal.aborted) throw signal.reason;
+      if (script.error) throw new ModelError("fake model: /error directive");
+
+      const after = messages.slice(start + 1);
+      const turn = completedTurns(after);
+      const input = Math.ceil(charsSent(request) / 4);
+      let produced = 0;
+
+      const calls = script.loop ? [script.loop] : script.turns[turn];
+      if (calls && calls.length > 0) {
+        for (const call of calls) {
+          produced += call.name.length + call.args.length;
+          yield { type: "tool_call", id: `call_${++callSeq}`, name: call.name, arguments: call.args };
+        }
+      } else {
+        const answer = script.answer ?? (script.turns.length > 0 ? `done: ${lastResults(after).join("; ")}` : `echo: ${script.text}`);
+        produced += codePointLength(answer);
+        for (const piece of pieces(answer)) yield { type: "text", text: piece };
+      }
+      yield { type: "usage", input_tokens: input, output_tokens: Math.ceil(produced / 4) };
+    },
+  };
+}
+
+function lastUserIndex(messages: readonly Message[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user") return i;
+  return -1;
+}
+
+/** Tool-call turns after the user message, not counting turns retried for invalid arguments. */
+function completedTurns(after: readonly Message[]): number {
+  let turns = 0;
+  for (let i = 0; i < after.length; i++) {
+    const m = after[i]!;
+    if (m.role !== "assistant" || !m.tool_calls?.length) continue;
+    const results = after.slice(i + 1, i + 1 + m.tool_calls.length);
+    const retried = results.length > 0 && results.every((r) => r.role === "tool" && r.is_error && r.content.startsWith(INVALID_ARGUMENTS_PREFIX));
+    if (!retried) turns++;
+  }
+  return turns;
+}
+
+function lastResults(after: readonly Message[]): string[] {
+  const out: string[] = [];
+  for (let i = after.length - 1; i >= 0; i--) {
+    const m = after[i]!;
+    if (m.role === "tool") out.unshift(m.content);
+    else break;
+  }
+  return out;
+}
+
+function charsSent(request: ModelRequest): number {
+  let n = codePointLength(request.system);
+  for (const m of request.messages) {
+    n += codePointLength(m.content);
+    if (m.role === "assistant" && m.tool_calls) n += JSON.stringify(m.tool_calls).length;
+  }
+  return n;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

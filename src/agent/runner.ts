@@ -1,0 +1,171 @@
+/**
+ * One run's lifecycle (spec 3.1): record, lease renewal, wall-clock timeout, cancellation, the
+ * loop, and the final status in the record, the metrics and the end-of-run log line. The
+ * transport (SSE today, A2A later) supplies `emit` and tells the run when its client is gone.
+ */
+import type { Caller } from "../auth/caller.js";
+import { publicPrincipal } from "../auth/principal.js";
+import { isoTime } from "../clock.js";
+import type { Deps } from "../deps.js";
+import { isAppError } from "../errors.js";
+import type { LeaseHandle, Message, RunRecord, RunStatus } from "../store/ports.js";
+import type { RunEvent, SseErrorCode, Usage } from "./events.js";
+import { closeOpenToolCalls, runLoop } from "./loop.js";
+
+/** The lease is renewed this often and lasts this long (spec 8). */
+export const LEASE_RENEW_MS = 5_000;
+export const LEASE_TTL_MS = 30_000;
+
+type StopKind = "timeout" | "cancelled" | "interrupted";
+
+class RunStopped extends Error {
+  constructor(readonly kind: StopKind) {
+    super(`run ${kind}`);
+    this.name = "RunStopped";
+  }
+}
+
+export interface RunInput {
+  readonly caller: Caller;
+  readonly threadId: string;
+  readonly message: string;
+  readonly metadata: RunRecord["metadata"];
+  readonly lease: LeaseHandle;
+  readonly emit: (event: RunEvent) => void;
+}
+
+export interface RunHandle {
+  readonly runId: string;
+  /** The client went away: the run stops as `cancelled`. */
+  cancel(): void;
+  /** Resolves with the final status once everything is written and the lease released. */
+  readonly done: Promise<RunStatus>;
+}
+
+export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> {
+  const { store, clock, ids, metrics, settings } = deps;
+  const { caller, threadId, lease, emit } = input;
+  const runId = ids.runId();
+  const startedMs = clock.now();
+  const started = performance.now();
+  const actor = caller.principal.actor?.id ?? null;
+  const logger = deps.logger.child({ run_id: runId, thread_id: threadId, principal_hash: caller.hash, actor: actor ?? undefined });
+
+  await store.createRun({
+    run_id: runId,
+    thread_id: threadId,
+    status: "running",
+    error_type: null,
+    error_id: null,
+    principal_hash: caller.hash,
+    actor,
+    metadata: input.metadata,
+    usage: { input_tokens: 0, output_tokens: 0 },
+    created_at: isoTime(startedMs),
+    updated_at: isoTime(startedMs),
+    ended_at: null,
+    latency_ms: null,
+  });
+  metrics.activeRuns.inc();
+
+  const controller = new AbortController();
+  const stop = (kind: StopKind) => {
+    if (!controller.signal.aborted) controller.abort(new RunStopped(kind));
+  };
+  const timeout = setTimeout(() => stop("timeout"), settings.RUN_TIMEOUT_S * 1000);
+  const renewal = setInterval(() => {
+    deps.lease.renew(lease, LEASE_TTL_MS).then(
+      (held) => held || stop("interrupted"),
+      () => stop("interrupted"),
+    );
+  }, LEASE_RENEW_MS);
+
+  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  const execute = async (): Promise<{ status: RunStatus; errorType: string | null; errorId: string | null }> => {
+    emit({ type: "message.start", thread_id: threadId, run_id: runId });
+    try {
+      const persist = async (batch: readonly Message[]) => {
+        // A stopped run writes nothing more (a lost lease may already belong to another run).
+        controller.signal.throwIfAborted();
+        await store.appendMessages(threadId, batch, isoTime(clock.now()));
+      };
+      const history = await store.getMessages(threadId);
+      const repairs = closeOpenToolCalls(history, ids);
+      const user: Message = { id: ids.messageId(), role: "user", content: input.message };
+      await persist([...repairs, user]);
+      const model = deps.model();
+      const result = await runLoop({
+        model,
+        system: deps.system,
+        tools: deps.tools,
+        recursionLimit: settings.RECURSION_LIMIT,
+        dev: settings.dev,
+        signal: controller.signal,
+        ids,
+        logger,
+        messages: [...history, ...repairs, user],
+        emit,
+        persist,
+        toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, api: deps.api },
+      });
+      Object.assign(usage, result.usage);
+      emit({
+        type: "message.end",
+        thread_id: threadId,
+        run_id: runId,
+        usage: { ...usage },
+        latency_ms: Math.round(performance.now() - started),
+        status: result.status,
+      });
+      return { status: result.status, errorType: null, errorId: null };
+    } catch (error) {
+      const stopped = controller.signal.aborted ? (controller.signal.reason as RunStopped) : undefined;
+      if (stopped?.kind === "cancelled" || stopped?.kind === "interrupted")
+        return { status: stopped.kind, errorType: null, errorId: null };
+      const errorId = ids.errorId();
+      if (stopped?.kind === "timeout") {
+        emit(errorEvent("timeout", "The run took longer than RUN_TIMEOUT_S and was stopped.", errorId, runId));
+        return { status: "timeout", errorType: "Timeout", errorId };
+      }
+      const errorType = error instanceof Error ? error.name : "Error";
+      logger.error("run failed", { error_id: errorId, error_type: errorType, ...(settings.dev ? { detail: detailOf(error) } : {}) });
+      // A configuration error names the missing setting (never a value), so the caller can act on it.
+      const message = isAppError(error) && error.code === "configuration" ? `${error.message} Reference: ${errorId}.` : `The run failed. Reference: ${errorId}.`;
+      emit({ ...errorEvent("run_failed", message, errorId, runId), ...(settings.dev ? { detail: detailOf(error) } : {}) });
+      return { status: "error", errorType, errorId };
+    }
+  };
+
+  const done = execute().then(async ({ status, errorType, errorId }) => {
+    clearTimeout(timeout);
+    clearInterval(renewal);
+    const latencyMs = Math.round(performance.now() - started);
+    metrics.activeRuns.dec();
+    metrics.runs.inc({ status });
+    metrics.runDuration.observe(latencyMs / 1000);
+    metrics.tokens.inc({ kind: "input" }, usage.input_tokens);
+    metrics.tokens.inc({ kind: "output" }, usage.output_tokens);
+    const endedAt = isoTime(clock.now());
+    try {
+      await store.updateRun(runId, { status, error_type: errorType, error_id: errorId, usage, updated_at: endedAt, ended_at: endedAt, latency_ms: latencyMs });
+    } catch (error) {
+      logger.warning("run record not updated", { error_type: error instanceof Error ? error.name : "Error" });
+    }
+    await deps.lease.release(lease).catch(() => {});
+    logger.info("run ended", { status, latency_ms: latencyMs });
+    return status;
+  });
+
+  const registered = { interrupt: () => stop("interrupted"), done: done.then(() => undefined) };
+  deps.runs.add(registered);
+  void done.finally(() => deps.runs.delete(registered));
+  return { runId, cancel: () => stop("cancelled"), done };
+}
+
+function errorEvent(code: SseErrorCode, message: string, errorId: string, runId: string): RunEvent {
+  return { type: "error", code, message, error_id: errorId, run_id: runId };
+}
+
+function detailOf(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

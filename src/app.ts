@@ -1,0 +1,122 @@
+/**
+ * createApp(options): the composition root. Settings -> adapters -> deps -> routes. Only this
+ * file and the runtime entries choose adapters; everything below receives ready dependencies.
+ */
+import { DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS } from "./agent/default-agent.js";
+import type { Model } from "./agent/model.js";
+import { modelFactory } from "./agent/providers/index.js";
+import { createRunRegistry } from "./agent/registry.js";
+import type { Tool } from "./agent/tools/define.js";
+import { createPrincipalHasher } from "./auth/hashing.js";
+import { createSharedBearerPolicy } from "./auth/shared-bearer.js";
+import { createUnavailablePolicy } from "./auth/unavailable.js";
+import { type Clock, systemClock } from "./clock.js";
+import type { Deps } from "./deps.js";
+import { ConfigurationError } from "./errors.js";
+import { buildRouter } from "./http/router.js";
+import { type Ids, randomIds } from "./ids.js";
+import { createLogger, type Logger } from "./observability/logger.js";
+import { createMetrics } from "./observability/metrics.js";
+import { noPolicyClient } from "./policy/types.js";
+import { parseSettings, type Settings } from "./settings/parse.js";
+import { createMemoryLease } from "./store/memory/lease.js";
+import { createMemoryStore } from "./store/memory/store.js";
+import type { Store, ThreadLease } from "./store/ports.js";
+
+export interface CreateAppOptions {
+  /** Read as the process environment. No env file is read unless the runtime entry merged one in. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Base for relative paths in the settings; defaults to the current directory. */
+  readonly root?: string;
+  /** Replaces the default agent's tools. */
+  readonly tools?: readonly Tool[];
+  /** Replaces the default agent's system prompt. */
+  readonly system?: string;
+  readonly store?: Store;
+  readonly lease?: ThreadLease;
+  readonly clock?: Clock;
+  readonly ids?: Ids;
+  /** Replaces the model chosen by MODEL_PROVIDER. */
+  readonly model?: Model;
+  /** Where log lines go (one per call); defaults to console.log. */
+  readonly logWrite?: (line: string) => void;
+  /** A development API key shown prefilled in the playground (APP_ENV=dev only). */
+  readonly playgroundKey?: string;
+}
+
+export interface App {
+  /** The web-standard handler. */
+  fetch(request: Request, env?: unknown, ctx?: unknown): Promise<Response>;
+  readonly settings: Settings;
+  /** Runs in progress in this process. */
+  readonly activeRuns: number;
+  /** Lets runs finish for up to `graceMs`, then interrupts the rest (graceful shutdown). */
+  drain(graceMs: number): Promise<void>;
+  /** Stops timers, interrupts runs still going and closes pools. */
+  close(): Promise<void>;
+}
+
+export async function createApp(options: CreateAppOptions = {}): Promise<App> {
+  const settings = parseSettings(options.env ?? {});
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? randomIds;
+  const logger: Logger = createLogger({
+    level: settings.LOG_LEVEL,
+    format: settings.logFormat,
+    write: options.logWrite ?? ((line) => console.log(line)),
+    now: () => clock.now(),
+  });
+  for (const note of settings.notes) logger.info(note);
+
+  const tools = new Map<string, Tool>();
+  for (const tool of options.tools ?? DEFAULT_TOOLS) {
+    if (tools.has(tool.name)) throw new ConfigurationError(`Two tools are named ${tool.name}.`);
+    tools.set(tool.name, tool);
+  }
+
+  const store = options.store ?? createMemoryStore();
+  const lease = options.lease ?? createMemoryLease(clock);
+  const model = options.model;
+  const runs = createRunRegistry();
+
+  const deps: Deps = {
+    settings,
+    store,
+    lease,
+    clock,
+    ids,
+    logger,
+    metrics: createMetrics(),
+    auth:
+      settings.AUTH_POLICY === "shared-bearer"
+        ? createSharedBearerPolicy(settings.API_KEY, ids)
+        : createUnavailablePolicy(settings.AUTH_POLICY, ids),
+    hashPrincipal: createPrincipalHasher(settings.PRINCIPAL_HASH_SALT),
+    model: model ? () => model : modelFactory(settings),
+    system: options.system ?? DEFAULT_SYSTEM_PROMPT,
+    tools,
+    api: noPolicyClient,
+    runs,
+    playgroundKey: settings.dev ? options.playgroundKey : undefined,
+    instanceId: ids.requestId(),
+  };
+  if (settings.AUTH_POLICY !== "shared-bearer")
+    logger.warning(`AUTH_POLICY ${settings.AUTH_POLICY} is not available in this release: every guarded request answers 503`);
+  const router = buildRouter(deps);
+
+  let closed = false;
+  return {
+    fetch: (request, env, ctx) => Promise.resolve(router.fetch(request, env as never, ctx as never)),
+    settings,
+    get activeRuns() {
+      return runs.size;
+    },
+    drain: (graceMs) => runs.drain(graceMs),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await runs.drain(0);
+      await store.close();
+    },
+  };
+}

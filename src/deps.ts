@@ -1,0 +1,35 @@
+/** Everything the routes and the domain need, built once by createApp from ready adapters. */
+import type { Model } from "./agent/model.js";
+import type { Tool } from "./agent/tools/define.js";
+import type { AuthPolicy } from "./auth/policy.js";
+import type { PrincipalHasher } from "./auth/hashing.js";
+import type { Clock } from "./clock.js";
+import type { Ids } from "./ids.js";
+import type { Logger } from "./observability/logger.js";
+import type { Metrics } from "./observability/metrics.js";
+import type { ApiClient } from "./policy/types.js";
+import type { Settings } from "./settings/parse.js";
+import type { Store, ThreadLease } from "./store/ports.js";
+import type { RunRegistry } from "./agent/registry.js";
+
+export interface Deps {
+  readonly settings: Settings;
+  readonly store: Store;
+  readonly lease: ThreadLease;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly auth: AuthPolicy;
+  readonly hashPrincipal: PrincipalHasher;
+  /** Builds the model for a run; throws ConfigurationError naming a missing setting. */
+  readonly model: () => Model;
+  readonly system: string;
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly api: ApiClient;
+  readonly runs: RunRegistry;
+  /** A development API key to prefill in the playground (only set by `npm run dev`). */
+  readonly playgroundKey: string | undefined;
+  /** Distinguishes this process's lease holders from other replicas'. */
+  readonly instanceId: string;
+}

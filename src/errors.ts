@@ -1,0 +1,90 @@
+/**
+ * One error base with a stable `code`. Code branches on `code`, never on `instanceof`: bundles
+ * with several entries can hold two copies of a class. Messages never carry untrusted input;
+ * they are written to be safe in a log line and, where the HTTP mapping says so, a response.
+ */
+
+export type ErrorCode =
+  | "invalid_settings"
+  | "configuration"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "thread_busy"
+  | "payload_too_large"
+  | "validation"
+  | "unavailable"
+  | "model_error"
+  | "tool_error"
+  | "api_policy"
+  | "api_call"
+  | "internal";
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = "AppError";
+  }
+}
+
+export interface SettingsProblem {
+  readonly variable: string;
+  readonly message: string;
+}
+
+/** Thrown by parseSettings with every bad variable at once. */
+export class SettingsError extends AppError {
+  readonly problems: readonly SettingsProblem[];
+  constructor(problems: readonly SettingsProblem[]) {
+    super(
+      "invalid_settings",
+      `Invalid settings (${problems.length}): ${problems.map((p) => `${p.variable} ${p.message}`).join("; ")}`,
+    );
+    this.name = "SettingsError";
+    this.problems = problems;
+  }
+}
+
+/** A setting the current operation needs is missing; the message names the variable only. */
+export class ConfigurationError extends AppError {
+  constructor(message: string) {
+    super("configuration", message);
+    this.name = "ConfigurationError";
+  }
+}
+
+/** The model provider failed (network, status, malformed answer). Detail goes to the log only. */
+export class ModelError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("model_error", message, options);
+    this.name = "ModelError";
+  }
+}
+
+/** An outbound call refused by the API policy before anything was sent. The model reads the message. */
+export class ApiPolicyError extends AppError {
+  constructor(message: string) {
+    super("api_policy", message);
+    this.name = "ApiPolicyError";
+  }
+}
+
+/** An outbound call that was sent and failed (network, timeout, capped answer). */
+export class ApiCallError extends AppError {
+  readonly status: number | undefined;
+  constructor(message: string, options?: { status?: number; cause?: unknown }) {
+    super("api_call", message, options);
+    this.name = "ApiCallError";
+    this.status = options?.status;
+  }
+}
+
+export function isAppError(e: unknown): e is AppError {
+  return typeof e === "object" && e !== null && typeof (e as { code?: unknown }).code === "string" && e instanceof Error;
+}
+
+export function hasCode(e: unknown, code: ErrorCode): boolean {
+  return isAppError(e) && e.code === code;
+}

@@ -1,0 +1,54 @@
+/**
+ * Reads a JSON request body without ever buffering past MAX_REQUEST_BYTES: a declared length
+ * over the cap is refused before reading, and a streamed body is cut as soon as it passes it.
+ */
+import { payloadTooLarge, unprocessable } from "../problems.js";
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
+    await request.body?.cancel().catch(() => {});
+    throw payloadTooLarge(maxBytes);
+  }
+  const bytes = await readCapped(request.body, maxBytes);
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    throw unprocessable([{ type: "invalid_unicode", loc: ["body"], msg: "Body is not valid UTF-8", ctx: {} }]);
+  }
+  if (text.trim() === "")
+    throw unprocessable([{ type: "missing", loc: ["body"], msg: "Field required", ctx: {} }]);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw unprocessable([{ type: "json_invalid", loc: ["body"], msg: "JSON decode error", ctx: {} }]);
+  }
+}
+
+async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array> {
+  if (!body) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw payloadTooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}

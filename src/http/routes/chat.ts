@@ -1,0 +1,61 @@
+/** POST /chat (spec 4.1): validate, claim the thread, take its lease, stream the run as SSE. */
+import { Hono } from "hono";
+import { ownsThread } from "../../auth/caller.js";
+import { startRun } from "../../agent/runner.js";
+import { LEASE_TTL_MS } from "../../agent/runner.js";
+import { isoTime } from "../../clock.js";
+import type { Deps } from "../../deps.js";
+import { forbidden, THREAD_FOREIGN, threadBusy } from "../../problems.js";
+import type { RunRecord } from "../../store/ports.js";
+import { readJsonBody } from "../body.js";
+import type { HttpEnv } from "../env.js";
+import { requireAuth } from "../middleware/auth.js";
+import { chatRequestSchema } from "../schemas.js";
+import { createSseStream, SSE_HEADERS } from "../sse.js";
+import { parseOrThrow } from "../validation.js";
+
+export function chatRoutes(deps: Deps) {
+  const { settings, store, lease, clock, ids } = deps;
+  const schema = chatRequestSchema(settings);
+  const heartbeatMs = settings.SSE_HEARTBEAT_S * 1000;
+
+  return new Hono<HttpEnv>().post("/chat", requireAuth(deps, "chat.send"), async (c) => {
+    const caller = c.get("caller");
+    const body = parseOrThrow(schema, await readJsonBody(c.req.raw, settings.MAX_REQUEST_BYTES), "body");
+
+    const threadId = body.thread_id ?? ids.threadId();
+    const now = isoTime(clock.now());
+    const { row } = await store.createThread({
+      thread_id: threadId,
+      owner: caller.hash,
+      actor: caller.principal.actor?.id ?? null,
+      created_at: now,
+      updated_at: now,
+    });
+    if (!ownsThread(caller, row)) throw forbidden(THREAD_FOREIGN);
+
+    const handle = await lease.acquire(threadId, `${deps.instanceId}:${ids.runId()}`, LEASE_TTL_MS);
+    if (!handle) throw threadBusy();
+
+    let run: Awaited<ReturnType<typeof startRun>> | undefined;
+    const sse = createSseStream({ heartbeatMs, onCancel: () => run?.cancel() });
+    try {
+      run = await startRun(deps, {
+        caller,
+        threadId,
+        message: body.message,
+        metadata: (body.metadata ?? {}) as RunRecord["metadata"],
+        lease: handle,
+        emit: sse.send,
+      });
+    } catch (error) {
+      await lease.release(handle).catch(() => {});
+      throw error;
+    }
+    // A client that disconnects before reading may never cancel the body stream: the request's
+    // own signal says so on runtimes that propagate it.
+    c.req.raw.signal?.addEventListener("abort", () => run?.cancel(), { once: true });
+    c.set("streamDone", run.done.finally(() => sse.close()));
+    return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
+  });
+}

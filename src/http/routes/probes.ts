@@ -1,0 +1,38 @@
+/** Probes and metrics (spec 4.4). Unguarded, except /metrics when METRICS_TOKEN is set. */
+import { Hono } from "hono";
+import { bearerToken } from "../../auth/policy.js";
+import { constantTimeEqual, digestOf } from "../../auth/hashing.js";
+import type { Deps } from "../../deps.js";
+import { notFound, unauthorized } from "../../problems.js";
+import type { HttpEnv } from "../env.js";
+
+const READY_TIMEOUT_MS = 2_000;
+
+export function probeRoutes(deps: Deps) {
+  const { settings, store, metrics } = deps;
+  const metricsToken = settings.METRICS_TOKEN ? digestOf(settings.METRICS_TOKEN) : undefined;
+
+  return new Hono<HttpEnv>()
+    .get("/health", (c) => c.json({ status: "ok", runtime: settings.RUNTIME ?? "standalone", checkpointer: settings.CHECKPOINTER }))
+    .get("/ready", async (c) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("timeout")), READY_TIMEOUT_MS)));
+      try {
+        await Promise.race([store.ping(), late]);
+        return c.json({ status: "ready" });
+      } catch {
+        return c.json({ status: "not_ready" }, 503);
+      } finally {
+        clearTimeout(timer);
+      }
+    })
+    .get("/metrics", async (c) => {
+      if (!settings.METRICS_ENABLED) throw notFound();
+      if (metricsToken) {
+        const token = bearerToken(c.req.raw);
+        if (token === undefined) throw unauthorized("Missing or invalid bearer token.", false);
+        if (!(await constantTimeEqual(token, metricsToken))) throw unauthorized("Missing or invalid bearer token.", true);
+      }
+      return c.body(metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" });
+    });
+}

@@ -1,0 +1,93 @@
+/**
+ * Request schemas: the same zod objects validate requests and generate /openapi.json. Limits
+ * come from the settings, so the schemas are built once per app.
+ */
+import { z } from "zod";
+import { codePointLength } from "../json.js";
+import type { Settings } from "../settings/parse.js";
+
+export const THREAD_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+export const threadId = () =>
+  z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(THREAD_ID_PATTERN, { message: "String should match pattern '^[A-Za-z0-9_.:-]{1,128}$'" })
+    .describe("1-128 characters of letters, digits, '_', '.', ':' and '-'.");
+
+const metadataValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+/** Counts code points (CONTRACT 5) and rejects lone surrogates, reporting the rule only. */
+function text(max: number, min: number) {
+  return z.string().superRefine((s, ctx) => {
+    if (!s.isWellFormed()) {
+      ctx.addIssue({ code: "custom", message: "String is not valid Unicode (lone surrogate)", params: { type: "invalid_unicode" } });
+      return;
+    }
+    const n = codePointLength(s);
+    if (n < min)
+      ctx.addIssue({ code: "custom", message: `String should have at least ${min} characters`, params: { type: "string_too_short", ctx: { min_length: min } } });
+    if (n > max)
+      ctx.addIssue({ code: "custom", message: `String should have at most ${max} characters`, params: { type: "string_too_long", ctx: { max_length: max } } });
+  });
+}
+
+export function chatRequestSchema(s: Settings) {
+  const maxKeys = s.MAX_METADATA_KEYS;
+  const maxChars = s.MAX_METADATA_VALUE_CHARS;
+  const metadata = z
+    .record(z.string(), z.unknown())
+    .superRefine((record, ctx) => {
+      const keys = Object.keys(record);
+      if (keys.length > maxKeys)
+        ctx.addIssue({ code: "custom", message: `Metadata should have at most ${maxKeys} keys`, params: { type: "too_many_keys", ctx: { max_keys: maxKeys } } });
+      for (const key of keys) {
+        const value = record[key];
+        // The key is reported by position, never by name: it is client input too.
+        if (!key.isWellFormed() || codePointLength(key) > maxChars)
+          ctx.addIssue({ code: "custom", message: `Metadata keys should be valid Unicode of at most ${maxChars} characters`, params: { type: "key_too_long", ctx: { max_length: maxChars } } });
+        else if (!metadataValue.safeParse(value).success)
+          ctx.addIssue({ code: "custom", path: [key], message: "Metadata values should be a string, number, boolean or null (no nesting)", params: { type: "metadata_value_type" } });
+        else if (typeof value === "string" && (!value.isWellFormed() || codePointLength(value) > maxChars))
+          ctx.addIssue({ code: "custom", path: [key], message: `Metadata strings should be valid Unicode of at most ${maxChars} characters`, params: { type: "string_too_long", ctx: { max_length: maxChars } } });
+      }
+    })
+    .describe(`Flat object: at most ${maxKeys} keys; values string, number, boolean or null; keys and strings at most ${maxChars} characters.`);
+
+  return z
+    .strictObject({
+      message: text(s.MAX_MESSAGE_CHARS, 1).describe(`1 to ${s.MAX_MESSAGE_CHARS} characters of valid Unicode.`),
+      thread_id: threadId().optional().describe("Omit to start a thread; send to continue one you own."),
+      metadata: metadata.optional(),
+    })
+    .meta({ title: "ChatRequest" });
+}
+
+export const listThreadsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  offset: z.coerce.number().int().min(0).default(0),
+  scope: z.enum(["own", "all"]).default("own"),
+});
+
+export const threadRow = z
+  .object({
+    thread_id: z.string(),
+    owner: z.string().describe("Hashed principal id."),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ title: "Thread" });
+
+export const message = z
+  .object({
+    id: z.string(),
+    role: z.enum(["user", "assistant", "tool"]),
+    content: z.string(),
+    tool_calls: z.array(z.object({ id: z.string(), name: z.string(), args: z.record(z.string(), z.unknown()) })).optional(),
+    tool_call_id: z.string().optional(),
+    name: z.string().optional(),
+    is_error: z.boolean().optional(),
+    error_id: z.string().optional(),
+  })
+  .meta({ title: "Message" });

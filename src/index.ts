@@ -1,0 +1,11 @@
+/** The public API: nothing runtime-specific. */
+export { createApp, type App, type CreateAppOptions } from "./app.js";
+export { defineTool, type Tool, type ToolContext, type ToolDefinition } from "./agent/tools/define.js";
+export { AppError, ApiCallError, ApiPolicyError, ConfigurationError, SettingsError, type ErrorCode } from "./errors.js";
+export type { ApiClient, ApiRequest, ApiResponse, DeclaredCall } from "./policy/types.js";
+export type { PublicPrincipal, Actor } from "./auth/principal.js";
+export type { Model, ModelEvent, ModelRequest, ToolSpec } from "./agent/model.js";
+export type { Store, ThreadLease, LeaseHandle, Message, RunRecord, ThreadRow } from "./store/ports.js";
+export type { Clock } from "./clock.js";
+export type { Settings } from "./settings/parse.js";
+export type { RunEvent } from "./agent/events.js";

@@ -1,0 +1,77 @@
+/// <reference types="node" />
+/**
+ * The Node entry (`npm start`, `npm run dev`): reads the env file below the process
+ * environment, serves createApp's handler with @hono/node-server, and on SIGTERM/SIGINT stops
+ * accepting connections, lets runs finish (DRAIN_GRACE_S, default 25 s), then exits.
+ */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import { serve } from "@hono/node-server";
+import { createApp } from "../app.js";
+import { isAppError, type SettingsError } from "../errors.js";
+import { layerEnv, parseEnvFile } from "../settings/env-file.js";
+
+const DEV_DEFAULTS = { APP_ENV: "dev", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", CHECKPOINTER: "memory" };
+
+export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const dev = argv.includes("--dev");
+  const envFile = process.env.ENV_FILE ?? ".env";
+  let fileEnv: Record<string, string> = {};
+  try {
+    fileEnv = parseEnvFile(readFileSync(resolve(envFile), "utf8"));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+      process.stderr.write(`Cannot read ${envFile}: ${(error as Error).message}\n`);
+      process.exit(2);
+    }
+  }
+  const env = layerEnv(dev ? DEV_DEFAULTS : {}, fileEnv, process.env);
+  let playgroundKey: string | undefined;
+  if (dev && !env.API_KEY) {
+    playgroundKey = `dev-${randomBytes(16).toString("hex")}`;
+    env.API_KEY = playgroundKey;
+  }
+
+  let app: Awaited<ReturnType<typeof createApp>>;
+  try {
+    app = await createApp({
+      env,
+      root: process.cwd(),
+      playgroundKey,
+      logWrite: (line) => void process.stdout.write(`${line}\n`),
+    });
+  } catch (error) {
+    if (isAppError(error) && error.code === "invalid_settings") {
+      process.stderr.write("The service cannot start: invalid settings.\n");
+      for (const p of (error as SettingsError).problems) process.stderr.write(`  ${p.variable}: ${p.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+
+  const { HOST: hostname, PORT: port } = app.settings;
+  const server = serve({ fetch: app.fetch, hostname, port }, (info) => {
+    const base = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${info.port}`;
+    process.stdout.write(`Agent service listening on ${base}\n`);
+    if (app.settings.dev) {
+      process.stdout.write(`  playground: ${base}/playground   docs: ${base}/docs\n`);
+      if (playgroundKey) process.stdout.write(`  development API key: ${playgroundKey}\n`);
+    }
+  });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`${signal}: draining ${app.activeRuns} run(s)\n`);
+    server.close();
+    await app.drain(Number(process.env.DRAIN_GRACE_S ?? 25) * 1000);
+    await app.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+await main();

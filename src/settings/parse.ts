@@ -1,0 +1,83 @@
+/**
+ * parseSettings(record) -> Settings: the only place the environment is read. Every variable is
+ * checked, then the rules between variables; all problems are reported at once in one
+ * SettingsError, never one at a time. Messages name variables and rules, never values.
+ */
+import { SettingsError, type SettingsProblem } from "../errors.js";
+import { settingsShape, type RawSettings } from "./schema.js";
+
+export interface Settings extends RawSettings {
+  /** `APP_ENV` is exactly `dev`. */
+  readonly dev: boolean;
+  readonly logFormat: "json" | "text";
+  readonly tracingEnabled: boolean;
+  /** Startup notes worth a log line (not errors). */
+  readonly notes: readonly string[];
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function parseSettings(env: Env): Settings {
+  const problems: SettingsProblem[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(settingsShape)) {
+    const result = (schema as { safeParse(v: unknown): { success: boolean; data?: unknown; error?: { issues: { message: string }[] } } }).safeParse(env[key]);
+    if (result.success) values[key] = result.data;
+    else problems.push({ variable: key, message: result.error?.issues[0]?.message ?? "is invalid" });
+  }
+  const raw = values as unknown as RawSettings;
+  const bad = new Set(problems.map((p) => p.variable));
+  const ok = (...keys: string[]) => keys.every((k) => !bad.has(k));
+  const dev = raw.APP_ENV === "dev";
+  const add = (variable: string, message: string) => problems.push({ variable, message });
+
+  const openaiLike = (p: string | undefined) => p === "openai" || p === "openai-compatible";
+  if (ok("MODEL_PROVIDER", "MODEL_USE_RESPONSES_API") && raw.MODEL_USE_RESPONSES_API !== undefined && !openaiLike(raw.MODEL_PROVIDER))
+    add("MODEL_USE_RESPONSES_API", "is only for MODEL_PROVIDER openai or openai-compatible");
+  if (ok("MODEL_PROVIDER", "MODEL_REASONING_EFFORT") && raw.MODEL_REASONING_EFFORT !== undefined && !openaiLike(raw.MODEL_PROVIDER))
+    add("MODEL_REASONING_EFFORT", "is only for MODEL_PROVIDER openai or openai-compatible");
+  const judgeProvider = raw.JUDGE_PROVIDER ?? raw.MODEL_PROVIDER;
+  if (ok("JUDGE_PROVIDER", "MODEL_PROVIDER", "JUDGE_USE_RESPONSES_API") && raw.JUDGE_USE_RESPONSES_API !== undefined && !openaiLike(judgeProvider))
+    add("JUDGE_USE_RESPONSES_API", "is only for an openai or openai-compatible judge");
+  if (ok("JUDGE_PROVIDER", "MODEL_PROVIDER", "JUDGE_REASONING_EFFORT") && raw.JUDGE_REASONING_EFFORT !== undefined && !openaiLike(judgeProvider))
+    add("JUDGE_REASONING_EFFORT", "is only for an openai or openai-compatible judge");
+  if (ok("RUNTIME") && raw.RUNTIME === "graph-server")
+    add("RUNTIME", "graph-server is not supported by this service; use standalone");
+  if (ok("CHECKPOINTER", "SQLDB_DSN") && raw.CHECKPOINTER === "sql" && !raw.SQLDB_DSN)
+    add("SQLDB_DSN", "is required when CHECKPOINTER is sql");
+  if (ok("DB_POOL_MIN_SIZE", "DB_POOL_MAX_SIZE") && raw.DB_POOL_MIN_SIZE > raw.DB_POOL_MAX_SIZE)
+    add("DB_POOL_MIN_SIZE", "must not exceed DB_POOL_MAX_SIZE");
+  if (ok("AUTH_JWT_JWKS_URL", "AUTH_JWT_PUBLIC_KEY") && raw.AUTH_JWT_JWKS_URL && raw.AUTH_JWT_PUBLIC_KEY)
+    add("AUTH_JWT_PUBLIC_KEY", "set AUTH_JWT_JWKS_URL or AUTH_JWT_PUBLIC_KEY, not both");
+  if (ok("AUTH_JWT_SECRET") && raw.AUTH_JWT_SECRET !== undefined && new TextEncoder().encode(raw.AUTH_JWT_SECRET).length < 32)
+    add("AUTH_JWT_SECRET", "must be at least 32 bytes");
+  if (ok("AUTH_JWT_ALGORITHMS", "AUTH_JWT_ALLOW_HS") && !raw.AUTH_JWT_ALLOW_HS && raw.AUTH_JWT_ALGORITHMS.some((a) => a.startsWith("HS")))
+    add("AUTH_JWT_ALGORITHMS", "lists an HS algorithm but AUTH_JWT_ALLOW_HS is not true");
+  if (ok("AUTH_JWT_JWKS_URL", "AUTH_JWT_ALLOW_HTTP_JWKS") && raw.AUTH_JWT_JWKS_URL && !dev && !raw.AUTH_JWT_ALLOW_HTTP_JWKS && !secureOrLoopback(raw.AUTH_JWT_JWKS_URL))
+    add("AUTH_JWT_JWKS_URL", "must be https outside dev unless loopback or AUTH_JWT_ALLOW_HTTP_JWKS is true");
+  if (ok("TOKEN_EXCHANGE_URL", "TOKEN_EXCHANGE_ALLOW_HTTP") && raw.TOKEN_EXCHANGE_URL && !dev && !raw.TOKEN_EXCHANGE_ALLOW_HTTP && !secureOrLoopback(raw.TOKEN_EXCHANGE_URL))
+    add("TOKEN_EXCHANGE_URL", "must be https outside dev unless loopback or TOKEN_EXCHANGE_ALLOW_HTTP is true");
+
+  if (problems.length > 0) throw new SettingsError(problems);
+
+  const notes: string[] = [];
+  const tracing = raw.TRACING_ENABLED?.trim().toLowerCase();
+  const tracingEnabled = tracing === "true" || tracing === "yes" || tracing === "1";
+  if (raw.TRACING_ENABLED !== undefined && !tracingEnabled)
+    notes.push("TRACING_ENABLED is not true, yes or 1: tracing stays off");
+
+  return Object.freeze({
+    ...raw,
+    dev,
+    logFormat: raw.LOG_FORMAT ?? (dev ? "text" : "json"),
+    tracingEnabled,
+    notes,
+  });
+}
+
+function secureOrLoopback(value: string): boolean {
+  const u = new URL(value);
+  if (u.protocol === "https:") return true;
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
+}

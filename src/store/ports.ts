@@ -1,0 +1,126 @@
+/**
+ * Storage ports. Adapters (memory now, Postgres later) implement these; the core only sees the
+ * types. Atomicity is part of the contract and is proven by the suites in test/contract/, run
+ * against every adapter.
+ */
+import type { JsonValue } from "../json.js";
+
+export interface ThreadRow {
+  readonly thread_id: string;
+  /** Hashed principal id of the subject that owns the thread. */
+  readonly owner: string;
+  /** Agent (actor id) that started the thread for the owner, or null for a direct thread. */
+  readonly actor: string | null;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  /** Parsed arguments; `{}` when the model's text was not valid JSON. */
+  readonly args: Record<string, JsonValue>;
+}
+
+export type Message =
+  | { readonly id: string; readonly role: "user"; readonly content: string }
+  | {
+      readonly id: string;
+      readonly role: "assistant";
+      readonly content: string;
+      readonly tool_calls?: readonly ToolCall[];
+    }
+  | {
+      readonly id: string;
+      readonly role: "tool";
+      readonly content: string;
+      readonly tool_call_id: string;
+      readonly name: string;
+      readonly is_error: boolean;
+      readonly error_id?: string;
+    };
+
+export type RunStatus =
+  | "running"
+  | "ok"
+  | "awaiting_approval"
+  | "step_limit"
+  | "error"
+  | "timeout"
+  | "cancelled"
+  | "interrupted";
+
+export interface RunRecord {
+  readonly run_id: string;
+  readonly thread_id: string;
+  readonly status: RunStatus;
+  /** Error class name for failed runs (`ModelError`, `ProcessLost`, ...), else null. */
+  readonly error_type: string | null;
+  readonly error_id: string | null;
+  readonly principal_hash: string;
+  readonly actor: string | null;
+  /** The `/chat` metadata object; kept here only, never in messages. */
+  readonly metadata: Readonly<Record<string, string | number | boolean | null>>;
+  readonly usage: { readonly input_tokens: number; readonly output_tokens: number };
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly ended_at: string | null;
+  readonly latency_ms: number | null;
+}
+
+export interface ListThreadsQuery {
+  /** Only threads of this owner; undefined lists every owner (read-across). */
+  readonly owner?: string;
+  /** With owner: only threads this actor started (a delegated caller). */
+  readonly actor?: string;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface Store {
+  getThread(threadId: string): Promise<ThreadRow | null>;
+  /**
+   * Creates the thread unless it exists. Atomic: under concurrent calls with one id exactly one
+   * caller gets `created: true`; every caller gets the row that is stored.
+   */
+  createThread(row: ThreadRow): Promise<{ created: boolean; row: ThreadRow }>;
+  /** Most recently updated first, ties by id. */
+  listThreads(query: ListThreadsQuery): Promise<ThreadRow[]>;
+  /** Deletes the thread and everything attached (messages, run records). False if unknown. */
+  deleteThread(threadId: string): Promise<boolean>;
+
+  getMessages(threadId: string): Promise<Message[]>;
+  /** Appends in order and bumps the thread's `updated_at`. */
+  appendMessages(threadId: string, messages: readonly Message[], at: string): Promise<void>;
+
+  createRun(run: RunRecord): Promise<void>;
+  updateRun(runId: string, patch: Partial<Omit<RunRecord, "run_id" | "thread_id">>): Promise<void>;
+  getRun(runId: string): Promise<RunRecord | null>;
+  listRuns(threadId: string): Promise<RunRecord[]>;
+
+  /** Resolves when the store answers; throws when it cannot (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface LeaseHandle {
+  readonly threadId: string;
+  readonly holder: string;
+  /** Grows each time the thread is leased; writes may be fenced on it. */
+  readonly generation: number;
+}
+
+/** One run per thread. */
+export interface ThreadLease {
+  /**
+   * Takes the thread for `ttlMs` unless another holder has an unexpired lease. Atomic: under
+   * concurrent calls for one thread exactly one caller gets a handle, the others null.
+   */
+  acquire(threadId: string, holder: string, ttlMs: number): Promise<LeaseHandle | null>;
+  /** Extends a lease still held by this handle; false once it was lost (expired and taken). */
+  renew(handle: LeaseHandle, ttlMs: number): Promise<boolean>;
+  /** Frees the thread if this handle still holds it. */
+  release(handle: LeaseHandle): Promise<void>;
+  /** True while an unexpired lease is held on the thread. */
+  isHeld(threadId: string): Promise<boolean>;
+}
