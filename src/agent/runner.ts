@@ -8,6 +8,7 @@ import { publicPrincipal } from "../auth/principal.js";
 import { isoTime } from "../clock.js";
 import type { Deps } from "../deps.js";
 import { isAppError } from "../errors.js";
+import type { Logger } from "../observability/logger.js";
 import type { LeaseHandle, Message, RunRecord, RunStatus } from "../store/ports.js";
 import type { RunEvent, SseErrorCode, Usage } from "./events.js";
 import { closeOpenToolCalls, runLoop } from "./loop.js";
@@ -32,6 +33,8 @@ export interface RunInput {
   readonly metadata: RunRecord["metadata"];
   readonly lease: LeaseHandle;
   readonly emit: (event: RunEvent) => void;
+  /** The request's logger (request id, principal hash, actor already bound). */
+  readonly logger: Logger;
 }
 
 export interface RunHandle {
@@ -49,7 +52,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
   const startedMs = clock.now();
   const started = performance.now();
   const actor = caller.principal.actor?.id ?? null;
-  const logger = deps.logger.child({ run_id: runId, thread_id: threadId, principal_hash: caller.hash, actor: actor ?? undefined });
+  const logger = input.logger.child({ run_id: runId, thread_id: threadId });
 
   await store.createRun({
     run_id: runId,

@@ -47,6 +47,7 @@ export function chatRoutes(deps: Deps) {
         metadata: (body.metadata ?? {}) as RunRecord["metadata"],
         lease: handle,
         emit: sse.send,
+        logger: c.get("logger"),
       });
     } catch (error) {
       await lease.release(handle).catch(() => {});

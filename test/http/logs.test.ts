@@ -1,0 +1,56 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { defineTool } from "../../src/index.js";
+import { chat, get, KEY, makeApp, type TestApp } from "../helpers.js";
+
+let app: TestApp;
+afterEach(async () => app?.close());
+
+describe("logs", () => {
+  it("are JSON lines with the fields of 6.3 and never carry tokens, message text, tool arguments or query strings", async () => {
+    const echo = defineTool({ name: "echo_args", description: "echo", parameters: { type: "object" }, calls: [], run: (a) => a });
+    app = await makeApp({}, { tools: [echo] });
+    await chat(app, { message: "private words xyzzy\n/call echo_args {\"arg\":\"tool-arg-plugh\"}", metadata: { meta: "meta-frotz" } }, { "X-Request-ID": "req-42" });
+    await app.fetch(get("/threads?limit=5&secretparam=quux-value"));
+    await app.fetch(get("/threads", { Authorization: "Bearer wrong-token-grue" }));
+
+    const raw = app.rawLogs.join("\n");
+    for (const secret of [KEY, "wrong-token-grue", "xyzzy", "tool-arg-plugh", "meta-frotz", "quux-value", "secretparam"])
+      expect(raw, secret).not.toContain(secret);
+
+    const logs = app.logs;
+    expect(logs.length).toBeGreaterThan(0);
+    for (const line of logs) {
+      expect(typeof line.ts).toBe("string");
+      expect(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]).toContain(line.level);
+      expect(typeof line.logger).toBe("string");
+      expect(typeof line.message).toBe("string");
+      expect(line).toHaveProperty("request_id");
+    }
+    const end = logs.find((l) => l.message === "run ended")!;
+    expect(end).toMatchObject({ request_id: "req-42", status: "ok" });
+    expect(end.run_id).toBeTruthy();
+    expect(end.thread_id).toBeTruthy();
+    expect(end.principal_hash).toMatch(/^[0-9a-f]{32}$/);
+    expect(typeof end.latency_ms).toBe("number");
+    const access = logs.filter((l) => l.message === "request");
+    expect(access.some((l) => l.path === "/threads" && l.status === 200)).toBe(true);
+  });
+
+  it("honours LOG_LEVEL", async () => {
+    app = await makeApp({ LOG_LEVEL: "WARNING" });
+    await chat(app, { message: "hi" });
+    expect(app.logs.filter((l) => l.level === "INFO")).toEqual([]);
+  });
+
+  it("hashes principals with HMAC when PRINCIPAL_HASH_SALT is set", async () => {
+    app = await makeApp();
+    await chat(app, { message: "hi" });
+    const plain = app.logs.find((l) => l.message === "run ended")!.principal_hash;
+    await app.close();
+    app = await makeApp({ PRINCIPAL_HASH_SALT: "pepper" });
+    await chat(app, { message: "hi" });
+    const salted = app.logs.find((l) => l.message === "run ended")!.principal_hash;
+    expect(salted).toMatch(/^[0-9a-f]{32}$/);
+    expect(salted).not.toBe(plain);
+  });
+});
