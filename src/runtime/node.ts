@@ -65,9 +65,12 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
     if (stopping) return;
     stopping = true;
     process.stdout.write(`${signal}: draining ${app.activeRuns} run(s)\n`);
-    server.close();
-    await app.drain(Number(process.env.DRAIN_GRACE_S ?? 25) * 1000);
+    // Stop accepting; open streams keep their sockets until their runs end.
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    await app.drain(app.settings.DRAIN_GRACE_S * 1000);
     await app.close();
+    // Let the last bytes of drained streams reach their sockets, within a bound.
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
     process.exit(0);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));

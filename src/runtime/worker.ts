@@ -4,8 +4,16 @@
  * which suits a single-isolate deployment and tests; replicas need durable storage.
  */
 import { createApp, type App } from "../app.js";
+import { isAppError, type SettingsError } from "../errors.js";
 
 let app: Promise<App> | undefined;
+
+/** Bad bindings: every request answers 500 naming the variables (never their values). */
+function settingsFailure(error: unknown): Response {
+  const problems = isAppError(error) && error.code === "invalid_settings" ? (error as SettingsError).problems : [];
+  const detail = problems.length > 0 ? `Invalid settings: ${problems.map((p) => `${p.variable} ${p.message}`).join("; ")}.` : "The service failed to start.";
+  return Response.json({ detail }, { status: 500 });
+}
 
 export default {
   async fetch(request: Request, env: Record<string, unknown>, ctx: unknown): Promise<Response> {
@@ -14,6 +22,12 @@ export default {
       for (const [k, v] of Object.entries(env)) if (typeof v === "string") vars[k] = v;
       app = createApp({ env: vars });
     }
-    return (await app).fetch(request, env, ctx);
+    let ready: App;
+    try {
+      ready = await app;
+    } catch (error) {
+      return settingsFailure(error);
+    }
+    return ready.fetch(request, env, ctx);
   },
 };

@@ -172,6 +172,10 @@ export const settingsShape = {
   RUN_TIMEOUT_S: int(300, 1, 86400),
   RECURSION_LIMIT: int(50, 2, 10000),
   SSE_HEARTBEAT_S: int(15, 1, 3600),
+
+  // runtime entries
+  /** Node entry: seconds a shutdown lets runs finish before interrupting them. */
+  DRAIN_GRACE_S: int(25, 0, 3600),
 } as const;
 
 

@@ -1,0 +1,157 @@
+/**
+ * The built Node entry (dist/node.js) as a real process: it serves over HTTP on loopback,
+ * drains runs on SIGTERM, refuses invalid settings naming every variable, and starts without a
+ * model configured (runs then fail naming the setting). `npm test` builds dist first.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { answerText, parseSse, readUntil } from "../helpers.js";
+
+const KEY = "k";
+const HOST = "127.0.0.1";
+
+interface Service {
+  child: ChildProcess;
+  base: string;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the exit code (or the signal name) once the process has exited. */
+  exited: Promise<number | string | null>;
+}
+
+const children = new Set<ChildProcess>();
+
+function killAll() {
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    children.delete(child);
+  }
+}
+afterEach(killAll);
+afterAll(killAll);
+
+/** A free loopback port: listen on port 0, read the port, close. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, HOST, () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function spawnService(env: Record<string, string>): Omit<Service, "base"> {
+  const child = spawn(process.execPath, ["dist/node.js"], {
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  let out = "";
+  let err = "";
+  child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
+  child.stderr!.setEncoding("utf8").on("data", (s: string) => (err += s));
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once("exit", (code, signal) => resolve(code ?? signal)),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Spawns dist/node.js on a free port and waits for its "listening" line. */
+async function startService(env: Record<string, string>, ms = 10_000): Promise<Service> {
+  const port = await freePort();
+  const svc = spawnService({ HOST, PORT: String(port), ENV_FILE: "/nonexistent/.env", ...env });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "listening" line in ${ms} ms\nstdout:\n${svc.stdout()}\nstderr:\n${svc.stderr()}`)), ms);
+    const check = () => {
+      if (/listening/.test(svc.stdout())) {
+        clearTimeout(timer);
+        svc.child.stdout!.off("data", check);
+        resolve();
+      }
+    };
+    svc.child.stdout!.on("data", check);
+    void svc.exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited (${code}) before listening\nstdout:\n${svc.stdout()}\nstderr:\n${svc.stderr()}`));
+    });
+    check();
+  });
+  return { ...svc, base: `http://${HOST}:${port}` };
+}
+
+const FAKE = { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_FORMAT: "json" };
+
+function postChat(base: string, message: string): Promise<Response> {
+  return fetch(`${base}/chat`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ message }),
+  });
+}
+
+describe("node dist/node.js", () => {
+  it("serves a chat over real HTTP", async () => {
+    const svc = await startService(FAKE);
+    const res = await postChat(svc.base, "hello");
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = parseSse(text);
+    expect(events[0]?.event).toBe("message.start");
+    expect(answerText(events)).toBe("echo: hello");
+    expect(events.at(-1)?.event).toBe("message.end");
+    expect(events.at(-1)?.data.status).toBe("ok");
+  });
+
+  it("on SIGTERM lets a run in progress finish, then exits 0", async () => {
+    const svc = await startService({ ...FAKE, DRAIN_GRACE_S: "10" });
+    const res = await postChat(svc.base, "/sleep 1500\nhi");
+    expect(res.status).toBe(200);
+    const { reader, text: head } = await readUntil(res, (events) => events.some((e) => e.event === "message.start"));
+    expect(svc.child.kill("SIGTERM")).toBe(true);
+
+    const decoder = new TextDecoder();
+    let text = head;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    const events = parseSse(text);
+    expect(events[0]?.event).toBe("message.start");
+    expect(answerText(events)).toBe("echo: hi");
+    const end = events.at(-1)!;
+    expect(end.event, text).toBe("message.end");
+    expect(end.data.status).toBe("ok");
+    expect(await svc.exited).toBe(0);
+    expect(svc.stdout()).toMatch(/SIGTERM: draining 1 run/);
+  });
+
+  it("refuses to start on invalid settings, naming every bad variable", async () => {
+    const svc = spawnService({ ...FAKE, HOST, PORT: "abc", MODEL_TIMEOUT_S: "-1", ENV_FILE: "/nonexistent/.env" });
+    const code = await svc.exited;
+    expect(code).not.toBe(0);
+    expect(typeof code).toBe("number");
+    expect(svc.stderr()).toMatch(/\bPORT\b/);
+    expect(svc.stderr()).toMatch(/\bMODEL_TIMEOUT_S\b/);
+    expect(svc.stdout()).not.toMatch(/listening/);
+  });
+
+  it("starts with no model configured; a run then fails naming MODEL_NAME", async () => {
+    // `npm start` with nothing but the key: MODEL_PROVIDER defaults to openai, no MODEL_NAME.
+    const svc = await startService({ API_KEY: KEY });
+    const res = await postChat(svc.base, "hello");
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    const events = parseSse(text);
+    const last = events.at(-1)!;
+    expect(last.event, text).toBe("error");
+    expect(last.data.code).toBe("run_failed");
+    expect(last.data.message).toContain("MODEL_NAME");
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * The built module worker (dist/worker.js, from src/runtime/worker.ts) running in workerd via
+ * Miniflare: no nodejs_compat, bindings read as the environment. `npm test` builds dist first.
+ */
+import { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { answerText, parseSse } from "../helpers.js";
+
+// Must not be newer than the installed workerd supports (node_modules/workerd 1.20260426.x);
+// keep in step with wrangler.toml.
+const COMPATIBILITY_DATE = "2026-04-01";
+const KEY = "k";
+
+let mf: Miniflare;
+
+beforeAll(async () => {
+  mf = new Miniflare({
+    modules: true,
+    scriptPath: "dist/worker.js",
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: [],
+    bindings: { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake" },
+  });
+  await mf.ready;
+});
+
+afterAll(async () => {
+  await mf?.dispose();
+});
+
+describe("module worker in workerd", () => {
+  it("GET /health answers 200 with status ok", async () => {
+    const res = await mf.dispatchFetch("http://localhost/health");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    const body = (await res.json()) as { status: string };
+    expect(body.status).toBe("ok");
+  });
+
+  it("POST /chat streams echo: hello as SSE", async () => {
+    const res = await mf.dispatchFetch("http://localhost/chat", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ message: "hello" }),
+    });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = parseSse(text);
+    expect(events[0]?.event).toBe("message.start");
+    expect(answerText(events)).toBe("echo: hello");
+    const end = events.at(-1)!;
+    expect(end.event).toBe("message.end");
+    expect(end.data.status).toBe("ok");
+  });
+
+  it("POST /chat without the key answers 401", async () => {
+    const res = await mf.dispatchFetch("http://localhost/chat", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ message: "hello" }),
+    });
+    expect(res.status).toBe(401);
+    await res.arrayBuffer();
+  });
+});
