@@ -3,7 +3,7 @@ import { defineConfig } from "tsup";
 export default defineConfig([
   {
     // The package and the Node entry. ESM with shared chunks, so each module exists once.
-    entry: { index: "src/index.ts", node: "src/runtime/node.ts" },
+    entry: { index: "src/index.ts", node: "src/runtime/node.ts", agentcli: "src/cli/agentcli.ts" },
     format: ["esm"],
     platform: "node",
     target: "node20",
