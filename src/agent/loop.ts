@@ -10,14 +10,12 @@ import { type JsonValue, wellFormed } from "../json.js";
 import type { Logger } from "../observability/logger.js";
 import type { Message, ToolCall } from "../store/ports.js";
 import type { RunEvent, Usage } from "./events.js";
-import { INVALID_ARGUMENTS_PREFIX, type Model, type ToolSpec } from "./model.js";
+import { INVALID_ARGUMENTS_PREFIX, MAX_ARGUMENT_RETRIES, type Model, type ToolSpec } from "./model.js";
 import type { Tool, ToolContext } from "./tools/define.js";
 
 export const STEP_LIMIT_REPLY =
   "I stopped here because this request needed more steps than one run allows. Say 'continue' and I will pick up where I left off.";
 
-/** Retries of a turn whose tool arguments were not valid JSON, within the same step. */
-const MAX_ARGUMENT_RETRIES = 2;
 
 export interface LoopOptions {
   readonly model: Model;

@@ -33,3 +33,6 @@ export interface Model {
 
 /** Marks the error result the loop gives a call whose arguments were not valid JSON. */
 export const INVALID_ARGUMENTS_PREFIX = "Invalid tool arguments:";
+
+/** How often the loop asks again, within one step, after arguments that were not valid JSON. */
+export const MAX_ARGUMENT_RETRIES = 2;

@@ -13,10 +13,11 @@ export function parseEnvFile(text: string): Record<string, string> {
     if (!match) throw new Error(`env file line ${i + 1} is not KEY=value`);
     const key = match[1]!;
     let value = match[2]!;
-    const quote = value[0];
-    if ((quote === '"' || quote === "'") && value.length >= 2 && value.endsWith(quote)) {
-      value = value.slice(1, -1);
-      if (quote === '"') value = value.replace(/\\n/g, "\n").replace(/\\"/g, '"').replace(/\\\\/g, "\\");
+    const quoted = /^(["'])((?:\\.|(?!\1).)*)\1\s*(?:#.*)?$/.exec(value);
+    if (quoted) {
+      value = quoted[2]!;
+      // One pass, so an escaped backslash before an `n` stays a backslash and an `n`.
+      if (quoted[1] === '"') value = value.replace(/\\([n"\\])/g, (_, c: string) => (c === "n" ? "\n" : c));
     } else {
       value = value.replace(/\s+#.*$/, "").trim();
     }

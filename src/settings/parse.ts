@@ -79,5 +79,5 @@ function secureOrLoopback(value: string): boolean {
   const u = new URL(value);
   if (u.protocol === "https:") return true;
   const host = u.hostname.replace(/^\[|\]$/g, "");
-  return host === "localhost" || host === "::1" || /^127\./.test(host);
+  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
 }

@@ -135,7 +135,7 @@ describe("probes, metrics and request ids", () => {
 
 describe("dev pages", () => {
   it("exist only under APP_ENV=dev", async () => {
-    for (const env of [{}, { APP_ENV: "DEV" }, { APP_ENV: "development" }]) {
+    for (const env of [{}, { APP_ENV: "DEV" }, { APP_ENV: "development" }] as Record<string, string>[]) {
       await setup(env);
       for (const path of ["/playground", "/docs", "/openapi.json"])
         expect((await app.fetch(new Request(`http://test${path}`))).status, `${path} ${JSON.stringify(env)}`).toBe(404);
@@ -156,7 +156,7 @@ describe("dev pages", () => {
       paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown>; required: string[] } }> } }>>;
     };
     expect(doc.openapi).toBe("3.1.0");
-    for (const [path, method] of [["/chat", "post"], ["/threads", "get"], ["/threads/{thread_id}/messages", "get"], ["/threads/{thread_id}", "delete"], ["/health", "get"], ["/ready", "get"], ["/metrics", "get"]])
+    for (const [path, method] of <[string, string][]>[["/chat", "post"], ["/threads", "get"], ["/threads/{thread_id}/messages", "get"], ["/threads/{thread_id}", "delete"], ["/health", "get"], ["/ready", "get"], ["/metrics", "get"]])
       expect(doc.paths[path]?.[method], `${method} ${path}`).toBeDefined();
     const schema = doc.paths["/chat"]!.post!.requestBody!.content["application/json"]!.schema;
     expect(Object.keys(schema.properties).sort()).toEqual(["message", "metadata", "thread_id"]);

@@ -5,7 +5,7 @@
 import { ModelError } from "../../errors.js";
 import { codePointLength } from "../../json.js";
 import type { Message } from "../../store/ports.js";
-import { INVALID_ARGUMENTS_PREFIX, type Model, type ModelEvent, type ModelRequest } from "../model.js";
+import { INVALID_ARGUMENTS_PREFIX, MAX_ARGUMENT_RETRIES, type Model, type ModelEvent, type ModelRequest } from "../model.js";
 
 interface Script {
   turns: { name: string; args: string }[][];
@@ -80,7 +80,7 @@ export function createFakeModel(name = "fake"): Model {
       const calls = script.loop ? [script.loop] : script.turns[turn];
       if (calls && calls.length > 0) {
         for (const call of calls) {
-          produced += call.name.length + call.args.length;
+          produced += codePointLength(call.name) + codePointLength(call.args);
           yield { type: "tool_call", id: `call_${++callSeq}`, name: call.name, arguments: call.args };
         }
       } else {
@@ -98,15 +98,23 @@ function lastUserIndex(messages: readonly Message[]): number {
   return -1;
 }
 
-/** Tool-call turns after the user message, not counting turns retried for invalid arguments. */
+/**
+ * Tool-call turns already made after the user message. A turn answered with an invalid-arguments
+ * error is asked again (up to twice, as the loop does), so it repeats instead of counting.
+ */
 function completedTurns(after: readonly Message[]): number {
   let turns = 0;
+  let retries = 0;
   for (let i = 0; i < after.length; i++) {
     const m = after[i]!;
     if (m.role !== "assistant" || !m.tool_calls?.length) continue;
     const results = after.slice(i + 1, i + 1 + m.tool_calls.length);
-    const retried = results.length > 0 && results.every((r) => r.role === "tool" && r.is_error && r.content.startsWith(INVALID_ARGUMENTS_PREFIX));
-    if (!retried) turns++;
+    const invalid = results.some((r) => r.role === "tool" && r.is_error && r.content.startsWith(INVALID_ARGUMENTS_PREFIX));
+    if (invalid && retries < MAX_ARGUMENT_RETRIES) retries++;
+    else {
+      turns++;
+      retries = 0;
+    }
   }
   return turns;
 }
@@ -125,7 +133,7 @@ function charsSent(request: ModelRequest): number {
   let n = codePointLength(request.system);
   for (const m of request.messages) {
     n += codePointLength(m.content);
-    if (m.role === "assistant" && m.tool_calls) n += JSON.stringify(m.tool_calls).length;
+    if (m.role === "assistant" && m.tool_calls) n += codePointLength(JSON.stringify(m.tool_calls));
   }
   return n;
 }

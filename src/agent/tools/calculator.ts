@@ -30,24 +30,35 @@ export function evaluate(expression: string): number {
       if (take() !== ")") throw new Error("missing closing parenthesis");
       return v;
     }
-    if (t === "-") return -primary();
-    if (t === "+") return primary();
     if (t !== undefined && /^\d/.test(t)) return Number(t);
     throw new Error(t === undefined ? "unexpected end of expression" : "unexpected symbol in expression");
   };
+  // `^` binds tighter than unary minus (-2^2 = -4) and is right-associative.
   const power = (): number => {
     const base = primary();
     if (peek() === "^") {
       take();
-      return base ** power();
+      return base ** unary();
     }
     return base;
   };
+  const unary = (): number => {
+    if (peek() === "-") {
+      take();
+      return -unary();
+    }
+    if (peek() === "+") {
+      take();
+      return unary();
+    }
+    return power();
+  };
   const product = (): number => {
-    let v = power();
+    let v = unary();
     for (let op = peek(); op === "*" || op === "/" || op === "%"; op = peek()) {
       take();
-      const r = power();
+      const r = unary();
+      if ((op === "/" || op === "%") && r === 0) throw new Error("division by zero");
       v = op === "*" ? v * r : op === "/" ? v / r : v % r;
     }
     return v;

@@ -1,0 +1,17 @@
+import { createMemoryLease } from "../../src/store/memory/lease.js";
+import { createMemoryStore } from "../../src/store/memory/store.js";
+import { describeLeaseContract } from "./lease.js";
+import { describeStoreContract } from "./store.js";
+
+describeStoreContract("memory", async () => ({ store: createMemoryStore() }));
+
+describeLeaseContract("memory", async () => {
+  let t = Date.UTC(2024, 0, 1);
+  const clock = {
+    now: () => t,
+    advance(ms: number): void {
+      t += ms;
+    },
+  };
+  return { lease: createMemoryLease(clock), clock };
+});
