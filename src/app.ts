@@ -6,6 +6,7 @@ import { DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS } from "./agent/default-agent.js";
 import type { Model } from "./agent/model.js";
 import { modelFactory } from "./agent/providers/index.js";
 import { createRunRegistry } from "./agent/registry.js";
+import { LEASE_TIMINGS, type LeaseTimings } from "./agent/runner.js";
 import type { Tool } from "./agent/tools/define.js";
 import { createPrincipalHasher } from "./auth/hashing.js";
 import { createSharedBearerPolicy } from "./auth/shared-bearer.js";
@@ -42,6 +43,8 @@ export interface CreateAppOptions {
   readonly logWrite?: (line: string) => void;
   /** A development API key shown prefilled in the playground (APP_ENV=dev only). */
   readonly playgroundKey?: string;
+  /** Internal, for tests: shorter lease renewal and expiry than the spec's 5 s / 30 s. */
+  readonly leaseTimings?: LeaseTimings;
 }
 
 export interface App {
@@ -98,6 +101,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     api: noPolicyClient,
     runs,
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
+    leaseTimings: options.leaseTimings ?? LEASE_TIMINGS,
     instanceId: ids.requestId(),
   };
   if (settings.AUTH_POLICY !== "shared-bearer")

@@ -11,6 +11,7 @@ import type { ApiClient } from "./policy/types.js";
 import type { Settings } from "./settings/parse.js";
 import type { Store, ThreadLease } from "./store/ports.js";
 import type { RunRegistry } from "./agent/registry.js";
+import type { LeaseTimings } from "./agent/runner.js";
 
 export interface Deps {
   readonly settings: Settings;
@@ -30,6 +31,7 @@ export interface Deps {
   readonly runs: RunRegistry;
   /** A development API key to prefill in the playground (only set by `npm run dev`). */
   readonly playgroundKey: string | undefined;
+  readonly leaseTimings: LeaseTimings;
   /** Distinguishes this process's lease holders from other replicas'. */
   readonly instanceId: string;
 }

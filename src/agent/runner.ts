@@ -13,9 +13,12 @@ import type { LeaseHandle, Message, RunRecord, RunStatus } from "../store/ports.
 import type { RunEvent, SseErrorCode, Usage } from "./events.js";
 import { closeOpenToolCalls, runLoop } from "./loop.js";
 
-/** The lease is renewed this often and lasts this long (spec 8). */
-export const LEASE_RENEW_MS = 5_000;
-export const LEASE_TTL_MS = 30_000;
+/** The lease is renewed this often and lasts this long (spec 8); tests may shorten both. */
+export interface LeaseTimings {
+  readonly renewMs: number;
+  readonly ttlMs: number;
+}
+export const LEASE_TIMINGS: LeaseTimings = { renewMs: 5_000, ttlMs: 30_000 };
 
 type StopKind = "timeout" | "cancelled" | "interrupted";
 
@@ -77,11 +80,11 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
   };
   const timeout = setTimeout(() => stop("timeout"), settings.RUN_TIMEOUT_S * 1000);
   const renewal = setInterval(() => {
-    deps.lease.renew(lease, LEASE_TTL_MS).then(
+    deps.lease.renew(lease, deps.leaseTimings.ttlMs).then(
       (held) => held || stop("interrupted"),
       () => stop("interrupted"),
     );
-  }, LEASE_RENEW_MS);
+  }, deps.leaseTimings.renewMs);
 
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   const execute = async (): Promise<{ status: RunStatus; errorType: string | null; errorId: string | null }> => {

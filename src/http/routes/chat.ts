@@ -1,8 +1,7 @@
 /** POST /chat (spec 4.1): validate, claim the thread, take its lease, stream the run as SSE. */
 import { Hono } from "hono";
 import { ownsThread } from "../../auth/caller.js";
-import { startRun } from "../../agent/runner.js";
-import { LEASE_TTL_MS } from "../../agent/runner.js";
+import { type RunHandle, startRun } from "../../agent/runner.js";
 import { isoTime } from "../../clock.js";
 import type { Deps } from "../../deps.js";
 import { forbidden, THREAD_FOREIGN, threadBusy } from "../../problems.js";
@@ -34,10 +33,10 @@ export function chatRoutes(deps: Deps) {
     });
     if (!ownsThread(caller, row)) throw forbidden(THREAD_FOREIGN);
 
-    const handle = await lease.acquire(threadId, `${deps.instanceId}:${ids.runId()}`, LEASE_TTL_MS);
+    const handle = await lease.acquire(threadId, `${deps.instanceId}:${ids.runId()}`, deps.leaseTimings.ttlMs);
     if (!handle) throw threadBusy();
 
-    let run: Awaited<ReturnType<typeof startRun>> | undefined;
+    let run: RunHandle | undefined;
     const sse = createSseStream({ heartbeatMs, onCancel: () => run?.cancel() });
     try {
       run = await startRun(deps, {

@@ -1,7 +1,6 @@
 /** Thread routes (spec 4.2): list, read messages, delete. */
 import { Hono } from "hono";
 import { canReadThread, ownsThread } from "../../auth/caller.js";
-import { LEASE_TTL_MS } from "../../agent/runner.js";
 import type { Deps } from "../../deps.js";
 import { forbidden, notFound, THREAD_FOREIGN, threadBusy } from "../../problems.js";
 import type { ThreadRow } from "../../store/ports.js";
@@ -46,7 +45,7 @@ export function threadRoutes(deps: Deps) {
       const row = await load(c.req.param("thread_id"));
       if (!ownsThread(c.get("caller"), row)) throw forbidden(THREAD_FOREIGN);
       // Holding the lease while deleting keeps a run from starting on a half-deleted thread.
-      const held = await lease.acquire(row.thread_id, `${deps.instanceId}:delete:${ids.runId()}`, LEASE_TTL_MS);
+      const held = await lease.acquire(row.thread_id, `${deps.instanceId}:delete:${ids.runId()}`, deps.leaseTimings.ttlMs);
       if (!held) throw threadBusy();
       try {
         await store.deleteThread(row.thread_id);
