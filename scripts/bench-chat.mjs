@@ -1,0 +1,443 @@
+// Benchmark of POST /chat against a bare Hono streamSSE route, all on 127.0.0.1.
+//
+//   npx tsup --silent && node scripts/bench-chat.mjs [--seconds 10] [--connections 50]
+//       [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]
+//
+// 1. The service (dist/index.js, fake model) served in this process by @hono/node-server, driven
+//    by autocannon (in a worker thread, so the load generator does not share the server's event
+//    loop). Every request starts a new thread; the answer is N = 20 SSE events.
+// 2. A bare Hono app whose one route writes the same 20 events with streamSSE, same settings.
+// 3. Time to first event: a fetch sampler (requests at modest concurrency) that stops the clock at
+//    the first chunk containing `event:`; autocannon's latency is time to the full response.
+// 4. RSS of idle streams: a fresh child (scripts/bench-chat-idle.mjs) per app, N idle streams
+//    opened by this process, the child's RSS read over IPC before and after.
+import { execFileSync, fork } from "node:child_process";
+import http from "node:http";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { serve } from "@hono/node-server";
+import autocannon from "autocannon";
+import { Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+
+// ---------------------------------------------------------------------------------------------
+// options
+
+function parseArgs(argv) {
+  const opts = { seconds: 10, connections: 50, warmup: 1, samples: 200, sampleConcurrency: 20, streams: 10_000, skipIdle: false };
+  const numeric = { "--seconds": "seconds", "--connections": "connections", "--warmup": "warmup", "--samples": "samples", "--sample-concurrency": "sampleConcurrency", "--streams": "streams" };
+  for (let i = 0; i < argv.length; i++) {
+    let [flag, value] = argv[i].split("=", 2);
+    if (flag === "--help" || flag === "-h") {
+      process.stdout.write("usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n");
+      process.exit(0);
+    }
+    if (flag === "--skip-idle") {
+      opts.skipIdle = true;
+      continue;
+    }
+    const key = numeric[flag];
+    if (!key) throw new Error(`unknown option ${flag}`);
+    if (value === undefined) value = argv[++i];
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a number`);
+    opts[key] = n;
+  }
+  opts.connections = Math.max(1, Math.floor(opts.connections));
+  opts.samples = Math.max(1, Math.floor(opts.samples));
+  opts.sampleConcurrency = Math.max(1, Math.floor(opts.sampleConcurrency));
+  opts.streams = Math.floor(opts.streams);
+  return opts;
+}
+
+const opts = parseArgs(process.argv.slice(2));
+
+// ---------------------------------------------------------------------------------------------
+// workload: "echo: " + MESSAGE is 16 * 18 characters -> 18 deltas + start + end = 20 events
+
+const DELTAS = 18;
+const EXPECTED_EVENTS = DELTAS + 2;
+const MESSAGE = "The quick brown fox jumps over the lazy dog. ".repeat(7).slice(0, 16 * DELTAS - "echo: ".length);
+const BODY = JSON.stringify({ message: MESSAGE });
+const HEADERS = { authorization: "Bearer bench", "content-type": "application/json" };
+const SERVICE_ENV = { API_KEY: "bench", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_LEVEL: "WARNING", RUN_TIMEOUT_S: "600" };
+const IDLE_BODY = JSON.stringify({ message: "/sleep 120000\nidle" });
+const IDLE_HELPER = fileURLToPath(new URL("./bench-chat-idle.mjs", import.meta.url));
+
+// ---------------------------------------------------------------------------------------------
+// children and a watchdog, so the run always ends
+
+const children = new Set();
+function killChildren() {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+}
+process.on("exit", killChildren);
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130));
+const budgetMs = (opts.warmup + opts.seconds) * 2 * 1000 + 6 * 60 * 1000;
+setTimeout(() => {
+  process.stderr.write(`bench-chat: gave up after ${Math.round(budgetMs / 1000)} s\n`);
+  process.exit(1);
+}, budgetMs).unref();
+
+const log = (line) => process.stdout.write(`${line}\n`);
+
+// ---------------------------------------------------------------------------------------------
+// the bare baseline: one streamSSE route writing the same 20 events with similar payloads
+
+function bareApp() {
+  const app = new Hono();
+  app.post("/chat", async (c) => {
+    const { message } = await c.req.json();
+    const started = performance.now();
+    const text = `echo: ${message}`;
+    const ids = { thread_id: crypto.randomUUID(), run_id: crypto.randomUUID() };
+    return streamSSE(c, async (stream) => {
+      await stream.writeSSE({ event: "message.start", data: JSON.stringify(ids) });
+      for (let i = 0; i < text.length; i += 16) await stream.writeSSE({ event: "message.delta", data: JSON.stringify({ text: text.slice(i, i + 16) }) });
+      await stream.writeSSE({
+        event: "message.end",
+        data: JSON.stringify({
+          ...ids,
+          usage: { input_tokens: Math.ceil(message.length / 4) + 50, output_tokens: Math.ceil(text.length / 4) },
+          latency_ms: Math.round(performance.now() - started),
+          status: "ok",
+        }),
+      });
+    });
+  });
+  return app;
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+function listen(fetch) {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, port: 0, hostname: "127.0.0.1" }, (info) => resolve({ server, port: info.port }));
+    server.once("error", reject);
+  });
+}
+
+function closeServer(server) {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections?.();
+  });
+}
+
+function cannon(url, seconds) {
+  return autocannon({ url, method: "POST", headers: HEADERS, body: BODY, connections: opts.connections, duration: seconds, workers: 1 });
+}
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx];
+}
+
+/** Time to first event: `samples` requests, `sampleConcurrency` in flight, fetch + body reader. */
+async function sampleFirstEvent(url) {
+  const times = [];
+  let badStatus = 0;
+  let wrongCount = 0;
+  let errors = 0;
+  let next = 0;
+  const decoder = new TextDecoder();
+  const one = async () => {
+    const t0 = performance.now();
+    const res = await fetch(url, { method: "POST", headers: HEADERS, body: BODY });
+    if (res.status !== 200) {
+      badStatus++;
+      await res.arrayBuffer().catch(() => {});
+      return;
+    }
+    const reader = res.body.getReader();
+    let text = "";
+    let first;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      if (first === undefined && text.includes("event:")) first = performance.now() - t0;
+    }
+    if (first !== undefined) times.push(first);
+    const events = (text.match(/^event: /gm) ?? []).length;
+    if (events !== EXPECTED_EVENTS) wrongCount++;
+  };
+  await Promise.all(
+    Array.from({ length: Math.min(opts.sampleConcurrency, opts.samples) }, async () => {
+      while (next < opts.samples) {
+        next++;
+        await one().catch(() => errors++);
+      }
+    }),
+  );
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), n: times.length, badStatus, wrongCount, errors };
+}
+
+async function benchThroughput(name, fetchHandler) {
+  const { server, port } = await listen(fetchHandler);
+  const url = `http://127.0.0.1:${port}/chat`;
+  try {
+    if (opts.warmup > 0) await cannon(url, opts.warmup);
+    const r = await cannon(url, opts.seconds);
+    const ttfe = await sampleFirstEvent(url);
+    const out = {
+      rps: r.requests.mean,
+      total: r["2xx"],
+      non2xx: r.non2xx,
+      errors: r.errors,
+      timeouts: r.timeouts,
+      latP50: r.latency.p50,
+      latP99: r.latency.p99,
+      mbps: r.throughput.mean / 1e6,
+      ttfe,
+    };
+    log(
+      `${name.padEnd(8)} ${out.rps.toFixed(0)} req/s mean (${out.total} 2xx, ${out.non2xx} non-2xx, ${out.errors} errors, ${out.timeouts} timeouts), ` +
+        `full response p50 ${out.latP50} ms p99 ${out.latP99} ms; first event p50 ${ttfe.p50.toFixed(2)} ms p99 ${ttfe.p99.toFixed(2)} ms ` +
+        `(${ttfe.n} samples, ${ttfe.wrongCount} with != ${EXPECTED_EVENTS} events, ${ttfe.badStatus} non-200, ${ttfe.errors} errors)`,
+    );
+    return out;
+  } finally {
+    await closeServer(server);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// idle streams
+
+function fdLimit() {
+  try {
+    const out = execFileSync("sh", ["-c", "ulimit -n"], { encoding: "utf8" }).trim();
+    return out === "unlimited" ? Infinity : Number(out);
+  } catch {
+    return NaN;
+  }
+}
+
+function startChild(mode) {
+  return new Promise((resolve, reject) => {
+    const child = fork(IDLE_HELPER, [mode], { execArgv: ["--expose-gc"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    children.add(child);
+    let seq = 0;
+    const waiting = new Map();
+    child.on("message", (msg) => {
+      if (msg?.type === "ready") resolve(api(msg.port));
+      else if (msg?.type === "mem") waiting.get(msg.id)?.(msg);
+      else if (msg?.type === "error") reject(new Error(`${mode} child: ${msg.message}`));
+    });
+    child.once("exit", (code, signal) => {
+      children.delete(child);
+      reject(new Error(`${mode} child exited early (${code ?? signal})`));
+    });
+    const api = (port) => ({
+      port,
+      mem: () =>
+        new Promise((res) => {
+          const id = ++seq;
+          waiting.set(id, (m) => {
+            waiting.delete(id);
+            res(m);
+          });
+          child.send({ type: "mem", id });
+        }),
+      stop: () =>
+        new Promise((res) => {
+          if (child.exitCode !== null || child.signalCode !== null) return res();
+          const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+          child.once("exit", () => {
+            clearTimeout(timer);
+            res();
+          });
+          child.send({ type: "stop" });
+        }),
+    });
+  });
+}
+
+/** Opens `count` /chat streams (at most 256 connecting at once) and waits for message.start on each. */
+async function openIdleStreams(port, count) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const requests = [];
+  let started = 0;
+  let failed = 0;
+  let next = 0;
+  const openOne = () =>
+    new Promise((resolve) => {
+      let settled = false;
+      const settle = (ok) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (ok) started++;
+        else failed++;
+        resolve();
+      };
+      const req = http.request({ host: "127.0.0.1", port, path: "/chat", method: "POST", agent, headers: { ...HEADERS, "content-length": Buffer.byteLength(IDLE_BODY) } });
+      const timer = setTimeout(() => {
+        req.destroy();
+        settle(false);
+      }, 30_000);
+      req.on("response", (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          return settle(false);
+        }
+        res.setEncoding("utf8");
+        let seen = "";
+        res.on("data", (chunk) => {
+          if (settled) return; // keep reading (heartbeats), drop the text
+          seen += chunk;
+          if (seen.includes("event: message.start")) settle(true);
+        });
+        res.on("end", () => settle(false));
+        res.on("error", () => settle(false));
+      });
+      req.on("error", () => settle(false));
+      req.end(IDLE_BODY);
+      requests.push(req);
+    });
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(256, count) }, async () => {
+      while (next < count) {
+        next++;
+        await openOne();
+      }
+    }),
+  );
+  const openSeconds = (performance.now() - t0) / 1000;
+  return {
+    started,
+    failed,
+    openSeconds,
+    close() {
+      for (const req of requests) req.destroy();
+      agent.destroy();
+    },
+  };
+}
+
+const MB = 1024 * 1024;
+
+async function benchIdle(mode, streams) {
+  const child = await startChild(mode);
+  let handle;
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    const base = await child.mem();
+    handle = await openIdleStreams(child.port, streams);
+    await new Promise((r) => setTimeout(r, 500));
+    const loaded = await child.mem();
+    const out = {
+      streams: handle.started,
+      failed: handle.failed,
+      openSeconds: handle.openSeconds,
+      baseRss: base.rss / MB,
+      rss: loaded.rss / MB,
+      rssAfterGc: loaded.rssAfterGc / MB,
+      heapAfterGc: loaded.heapUsedAfterGc / MB,
+      baseHeapAfterGc: base.heapUsedAfterGc / MB,
+      perStreamKb: handle.started > 0 ? (loaded.rss - base.rss) / 1024 / handle.started : NaN,
+    };
+    log(
+      `${mode.padEnd(8)} idle: ${out.streams} streams open (${out.failed} failed) in ${out.openSeconds.toFixed(1)} s; RSS ${out.baseRss.toFixed(1)} MB before -> ` +
+        `${out.rss.toFixed(1)} MB with streams (${out.rssAfterGc.toFixed(1)} MB after gc; heap ${out.baseHeapAfterGc.toFixed(1)} -> ${out.heapAfterGc.toFixed(1)} MB), ` +
+        `${out.perStreamKb.toFixed(1)} KB RSS per stream`,
+    );
+    return out;
+  } finally {
+    handle?.close();
+    await child.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// main
+
+async function main() {
+  let createApp;
+  try {
+    ({ createApp } = await import(new URL("../dist/index.js", import.meta.url).href));
+  } catch (error) {
+    process.stderr.write(`cannot load dist/index.js (run \`npx tsup --silent\` first): ${error.message}\n`);
+    process.exit(2);
+  }
+  log(`bench-chat: node ${process.version}, ${opts.connections} connections x ${opts.seconds} s (+${opts.warmup} s warm-up) per target, ${EXPECTED_EVENTS} SSE events per response`);
+
+  // 2. + 3. the bare baseline first (it keeps no state), then 1. + 3. the service, each warmed up
+  const bare = await benchThroughput("bare", bareApp().fetch);
+  const service = await (async () => {
+    const app = await createApp({ env: SERVICE_ENV, logWrite: () => {} });
+    try {
+      return await benchThroughput("service", app.fetch);
+    } finally {
+      await app.close();
+    }
+  })();
+  const ratio = service.rps / bare.rps;
+  log(`ratio service/bare requests/s: ${ratio.toFixed(2)}x (target >= 1.0x: ${ratio >= 1 ? "met" : "NOT met"})`);
+
+  // 4. idle streams
+  let idleService;
+  let idleBare;
+  let streams = opts.streams;
+  if (!opts.skipIdle && streams > 0) {
+    const limit = fdLimit();
+    // Client sockets live in this process and server sockets in the child: each needs streams + margin.
+    const need = streams + 1024;
+    if (!(limit >= 25_000)) {
+      log(`warning: ulimit -n is ${limit} (< 25000); client and server run in separate processes here, each needs about ${need} descriptors`);
+      if (Number.isFinite(limit) && limit < need) {
+        streams = Math.max(100, Math.floor((limit - 1024) / 1000) * 1000);
+        log(`warning: scaling idle streams down to ${streams}`);
+      }
+    }
+    idleService = await benchIdle("service", streams);
+    idleBare = await benchIdle("bare", streams);
+    log(`service RSS with ${idleService.streams} idle streams: ${idleService.rss.toFixed(1)} MB (target < 200 MB: ${idleService.rss < 200 ? "met" : "NOT met"})`);
+  }
+
+  // 5. table
+  const f = (v, d = 1) => (typeof v === "number" && Number.isFinite(v) ? v.toFixed(d) : "-");
+  const rows = [
+    ["requests/s (mean)", f(service.rps, 0), f(bare.rps, 0), `${f(ratio, 2)}x`],
+    ["first event p50 (ms)", f(service.ttfe.p50, 2), f(bare.ttfe.p50, 2), `${f(service.ttfe.p50 / bare.ttfe.p50, 2)}x`],
+    ["first event p99 (ms)", f(service.ttfe.p99, 2), f(bare.ttfe.p99, 2), `${f(service.ttfe.p99 / bare.ttfe.p99, 2)}x`],
+    ["full response p50 (ms)", f(service.latP50, 0), f(bare.latP50, 0), ""],
+    ["full response p99 (ms)", f(service.latP99, 0), f(bare.latP99, 0), ""],
+    ["errors + non-2xx", String(service.errors + service.non2xx + service.timeouts), String(bare.errors + bare.non2xx + bare.timeouts), ""],
+  ];
+  if (idleService && idleBare) {
+    rows.push(
+      ["idle streams open", String(idleService.streams), String(idleBare.streams), ""],
+      ["RSS before streams (MB)", f(idleService.baseRss), f(idleBare.baseRss), ""],
+      ["RSS with streams (MB)", f(idleService.rss), f(idleBare.rss), `${f(idleService.rss / idleBare.rss, 2)}x`],
+      ["RSS per stream (KB)", f(idleService.perStreamKb), f(idleBare.perStreamKb), `${f(idleService.perStreamKb / idleBare.perStreamKb, 2)}x`],
+    );
+  }
+  const header = ["", "service", "bare", "service/bare"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  log("");
+  log(line(header));
+  log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const r of rows) log(line(r));
+  log("");
+  log(`requests/s ratio service/bare: ${f(ratio, 2)}x (target >= 1.0x)`);
+  if (idleService) log(`service RSS with ${idleService.streams} idle streams: ${f(idleService.rss)} MB (target < 200 MB)`);
+}
+
+main().then(
+  () => {
+    killChildren();
+    process.exit(0);
+  },
+  (error) => {
+    process.stderr.write(`bench-chat failed: ${error?.stack ?? error}\n`);
+    killChildren();
+    process.exit(1);
+  },
+);
