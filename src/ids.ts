@@ -7,10 +7,20 @@ export interface Ids {
   messageId(): string;
 }
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+const POOL_SIZE = 4096;
+let pool = new Uint8Array(0);
+let at = 0;
+
+/** Random hex from a pooled buffer: one getRandomValues call per 4 KiB instead of one per id. */
 function hex(bytes: number): string {
-  const buf = crypto.getRandomValues(new Uint8Array(bytes));
+  if (at + bytes > pool.length) {
+    pool = crypto.getRandomValues(new Uint8Array(POOL_SIZE));
+    at = 0;
+  }
   let out = "";
-  for (const b of buf) out += b.toString(16).padStart(2, "0");
+  for (let i = at; i < at + bytes; i++) out += HEX[pool[i]!];
+  at += bytes;
   return out;
 }
 

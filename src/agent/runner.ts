@@ -78,13 +78,22 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
   const stop = (kind: StopKind) => {
     if (!controller.signal.aborted) controller.abort(new RunStopped(kind));
   };
-  const timeout = setTimeout(() => stop("timeout"), settings.RUN_TIMEOUT_S * 1000);
-  const renewal = setInterval(() => {
-    deps.lease.renew(lease, deps.leaseTimings.ttlMs).then(
-      (held) => held || stop("interrupted"),
-      () => stop("interrupted"),
-    );
-  }, deps.leaseTimings.renewMs);
+  // One timer per run serves both the wall clock and the lease renewal.
+  const deadline = started + settings.RUN_TIMEOUT_S * 1000;
+  const { renewMs, ttlMs } = deps.leaseTimings;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tick = () => {
+    const now = performance.now();
+    if (now >= deadline) return stop("timeout");
+    if (now - started >= renewMs) {
+      deps.lease.renew(lease, ttlMs).then(
+        (held) => held || stop("interrupted"),
+        () => stop("interrupted"),
+      );
+    }
+    timer = setTimeout(tick, Math.min(renewMs, deadline - now));
+  };
+  timer = setTimeout(tick, Math.min(renewMs, deadline - started));
 
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   const execute = async (): Promise<{ status: RunStatus; errorType: string | null; errorId: string | null }> => {
@@ -143,8 +152,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
   };
 
   const done = execute().then(async ({ status, errorType, errorId }) => {
-    clearTimeout(timeout);
-    clearInterval(renewal);
+    clearTimeout(timer);
     const latencyMs = Math.round(performance.now() - started);
     metrics.activeRuns.dec();
     metrics.runs.inc({ status });

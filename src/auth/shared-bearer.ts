@@ -6,7 +6,7 @@ import { unauthorized, unavailable } from "../problems.js";
 import type { Ids } from "../ids.js";
 import { bearerToken, type AuthPolicy } from "./policy.js";
 import { ACTIONS, type Principal } from "./principal.js";
-import { constantTimeEqual, digestOf } from "./hashing.js";
+import { secretMatcher } from "./hashing.js";
 
 const DETAIL = "Missing or invalid bearer token.";
 
@@ -20,14 +20,14 @@ export const SHARED_PRINCIPAL: Principal = Object.freeze({
 });
 
 export function createSharedBearerPolicy(apiKey: string | undefined, ids: Ids): AuthPolicy {
-  const expected = apiKey ? digestOf(apiKey) : undefined;
+  const matches = apiKey ? secretMatcher(apiKey) : undefined;
   return {
     name: "shared-bearer",
     async authenticate(request) {
-      if (!expected) throw unavailable("Authentication is not configured: API_KEY is not set.", ids.errorId());
+      if (!matches) throw unavailable("Authentication is not configured: API_KEY is not set.", ids.errorId());
       const token = bearerToken(request);
       if (token === undefined) throw unauthorized(DETAIL, false);
-      if (token === "" || !(await constantTimeEqual(token, expected))) throw unauthorized(DETAIL, true);
+      if (token === "" || !matches(token)) throw unauthorized(DETAIL, true);
       return SHARED_PRINCIPAL;
     },
   };

@@ -12,7 +12,11 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     await request.body?.cancel().catch(() => {});
     throw payloadTooLarge(maxBytes);
   }
-  const bytes = await readCapped(request.body, maxBytes);
+  // A declared length is enforced by the HTTP layer, so the body can be read in one piece (on
+  // @hono/node-server this also avoids building a full Request with web streams); a chunked
+  // body is read as a stream and cut at the cap.
+  const bytes = declared !== null ? new Uint8Array(await request.arrayBuffer()) : await readCapped(request.body, maxBytes);
+  if (bytes.byteLength > maxBytes) throw payloadTooLarge(maxBytes);
   let text: string;
   try {
     text = decoder.decode(bytes);

@@ -1,21 +1,26 @@
 /**
  * The one place run events become SSE frames (CONTRACT 4): `event: <name>`, `data: <JSON>`, a
- * blank line; idle streams get a `: keep-alive` comment every SSE_HEARTBEAT_S. One timer per
- * stream (workerd forbids writing to one request's stream from another request's timer).
+ * blank line; idle streams get a `: keep-alive` comment every SSE_HEARTBEAT_S.
+ *
+ * Events produced in one burst (a model's deltas, a turn's tool results) are written as one chunk
+ * on the next timer tick: each chunk costs a socket write, which dominated CPU when every event
+ * was its own chunk. The first event goes out at once, so time to first event is not delayed.
+ * Timers are per stream: workerd forbids writing to one request's stream from another's timer.
  */
 import type { RunEvent } from "../agent/events.js";
 
 const encoder = new TextEncoder();
-const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
+const KEEP_ALIVE = ": keep-alive\n\n";
 
-export function encodeEvent(event: RunEvent): Uint8Array {
+export function formatEvent(event: RunEvent): string {
   const { type, ...data } = event;
-  return encoder.encode(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+  return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
 export interface SseStream {
   readonly body: ReadableStream<Uint8Array>;
   send(event: RunEvent): void;
+  /** Writes what is pending and ends the stream. */
   close(): void;
 }
 
@@ -23,31 +28,39 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
   const { heartbeatMs, onCancel } = options;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let open = true;
+  let started = false;
+  let pending = "";
+  let flushTimer: ReturnType<typeof setTimeout> | undefined;
+  let beatTimer: ReturnType<typeof setTimeout> | undefined;
   let lastWrite = Date.now();
-  let timer: ReturnType<typeof setTimeout> | undefined;
 
-  const write = (bytes: Uint8Array) => {
-    if (!open) return;
+  const flush = () => {
+    flushTimer = undefined;
+    if (!open || pending === "") return;
+    const text = pending;
+    pending = "";
     lastWrite = Date.now();
     try {
-      controller.enqueue(bytes);
+      controller.enqueue(encoder.encode(text));
     } catch {
       open = false;
     }
   };
   const beat = (delay: number) => {
-    timer = setTimeout(() => {
+    beatTimer = setTimeout(() => {
       if (!open) return;
       const idle = Date.now() - lastWrite;
-      if (idle >= heartbeatMs) {
-        write(KEEP_ALIVE);
+      if (idle >= heartbeatMs && pending === "") {
+        pending = KEEP_ALIVE;
+        flush();
         beat(heartbeatMs);
-      } else beat(heartbeatMs - idle);
+      } else beat(Math.max(1, heartbeatMs - idle));
     }, delay);
   };
   const finish = () => {
     open = false;
-    clearTimeout(timer);
+    clearTimeout(flushTimer);
+    clearTimeout(beatTimer);
   };
 
   const body = new ReadableStream<Uint8Array>({
@@ -64,9 +77,17 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
 
   return {
     body,
-    send: (event) => write(encodeEvent(event)),
+    send(event) {
+      if (!open) return;
+      pending += formatEvent(event);
+      if (!started) {
+        started = true;
+        flush();
+      } else flushTimer ??= setTimeout(flush, 0);
+    },
     close() {
       if (!open) return;
+      flush();
       finish();
       try {
         controller.close();

@@ -28,34 +28,65 @@ export interface LoggerOptions {
 }
 
 export function createLogger(options: LoggerOptions): Logger {
-  const { level, format, write, now = Date.now } = options;
-  const threshold = RANK[level];
-
-  const make = (name: string, bound: LogFields): Logger => {
-    const emit = (lvl: LogLevel, message: string, fields?: LogFields) => {
-      if (RANK[lvl] < threshold) return;
-      const record: Record<string, unknown> = {
-        ts: new Date(now()).toISOString(),
-        level: lvl,
-        logger: name,
-        message,
-        request_id: null,
-      };
-      for (const src of [bound, fields]) {
-        if (!src) continue;
-        for (const k in src) if (src[k] !== undefined) record[k] = src[k];
-      }
-      write(format === "json" ? JSON.stringify(record) : textLine(record));
-    };
-    return {
-      debug: (m, f) => emit("DEBUG", m, f),
-      info: (m, f) => emit("INFO", m, f),
-      warning: (m, f) => emit("WARNING", m, f),
-      error: (m, f) => emit("ERROR", m, f),
-      child: (fields, childName) => make(childName ?? name, { ...bound, ...fields }),
-    };
+  const sink: Sink = {
+    threshold: RANK[options.level],
+    format: options.format,
+    write: options.write,
+    now: options.now ?? Date.now,
   };
-  return make(options.name ?? "agent", {});
+  return new BoundLogger(sink, options.name ?? "agent", {});
+}
+
+interface Sink {
+  readonly threshold: number;
+  readonly format: "json" | "text";
+  readonly write: (line: string) => void;
+  readonly now: () => number;
+}
+
+/**
+ * A class, not closures: a logger is bound per request and per run, and thousands of streams
+ * can be open at once, so each child is one small object sharing its methods.
+ */
+class BoundLogger implements Logger {
+  constructor(
+    private readonly sink: Sink,
+    private readonly name: string,
+    private readonly bound: LogFields,
+  ) {}
+
+  debug(message: string, fields?: LogFields): void {
+    this.emit("DEBUG", message, fields);
+  }
+  info(message: string, fields?: LogFields): void {
+    this.emit("INFO", message, fields);
+  }
+  warning(message: string, fields?: LogFields): void {
+    this.emit("WARNING", message, fields);
+  }
+  error(message: string, fields?: LogFields): void {
+    this.emit("ERROR", message, fields);
+  }
+  child(fields: LogFields, name?: string): Logger {
+    return new BoundLogger(this.sink, name ?? this.name, { ...this.bound, ...fields });
+  }
+
+  private emit(level: LogLevel, message: string, fields?: LogFields): void {
+    const { sink } = this;
+    if (RANK[level] < sink.threshold) return;
+    const record: Record<string, unknown> = {
+      ts: new Date(sink.now()).toISOString(),
+      level,
+      logger: this.name,
+      message,
+      request_id: null,
+    };
+    for (const src of [this.bound, fields]) {
+      if (!src) continue;
+      for (const k in src) if (src[k] !== undefined) record[k] = src[k];
+    }
+    sink.write(sink.format === "json" ? JSON.stringify(record) : textLine(record));
+  }
 }
 
 function textLine(record: Record<string, unknown>): string {

@@ -102,13 +102,18 @@ export class Histogram extends Metric<HistogramValue> {
   }
 }
 
+/** Series key, independent of label order (sorting only when the caller's order is not sorted). */
 function labelKey(labels: Labels): string {
-  const keys = Object.keys(labels);
-  if (keys.length === 0) return "";
-  return keys
-    .sort()
-    .map((k) => `${k}=${labels[k]}`)
-    .join(",");
+  let keys: string[] = [];
+  let sorted = true;
+  for (const k in labels) {
+    if (keys.length > 0 && k < keys[keys.length - 1]!) sorted = false;
+    keys.push(k);
+  }
+  if (!sorted) keys = keys.sort();
+  let key = "";
+  for (const k of keys) key += `${k}=${labels[k]}\u0000`;
+  return key;
 }
 
 function fmtLabels(labels: Labels): string {

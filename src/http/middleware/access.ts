@@ -18,7 +18,7 @@ export function access({ metrics }: { metrics: Metrics }): MiddlewareHandler<Htt
       const seconds = (performance.now() - started) / 1000;
       metrics.httpRequests.inc({ method, route, status: String(status) });
       metrics.httpDuration.observe(seconds, { method, route });
-      c.get("logger").info("request", { method, path: new URL(c.req.url).pathname, route, status, duration_ms: Math.round(seconds * 1000) });
+      c.get("logger").info("request", { method, path: c.req.path, route, status, duration_ms: Math.round(seconds * 1000) });
     };
     const streamDone = c.get("streamDone");
     if (streamDone) void streamDone.then(record, record);

@@ -52,9 +52,6 @@ export function chatRoutes(deps: Deps) {
       await lease.release(handle).catch(() => {});
       throw error;
     }
-    // A client that disconnects before reading may never cancel the body stream: the request's
-    // own signal says so on runtimes that propagate it.
-    c.req.raw.signal?.addEventListener("abort", () => run?.cancel(), { once: true });
     c.set("streamDone", run.done.finally(() => sse.close()));
     return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
   });

@@ -1,7 +1,7 @@
 /** Probes and metrics (spec 4.4). Unguarded, except /metrics when METRICS_TOKEN is set. */
 import { Hono } from "hono";
 import { bearerToken } from "../../auth/policy.js";
-import { constantTimeEqual, digestOf } from "../../auth/hashing.js";
+import { secretMatcher } from "../../auth/hashing.js";
 import type { Deps } from "../../deps.js";
 import { notFound, unauthorized } from "../../problems.js";
 import type { HttpEnv } from "../env.js";
@@ -10,7 +10,7 @@ const READY_TIMEOUT_MS = 2_000;
 
 export function probeRoutes(deps: Deps) {
   const { settings, store, metrics } = deps;
-  const metricsToken = settings.METRICS_TOKEN ? digestOf(settings.METRICS_TOKEN) : undefined;
+  const metricsToken = settings.METRICS_TOKEN ? secretMatcher(settings.METRICS_TOKEN) : undefined;
 
   return new Hono<HttpEnv>()
     .get("/health", (c) => c.json({ status: "ok", runtime: settings.RUNTIME ?? "standalone", checkpointer: settings.CHECKPOINTER }))
@@ -31,7 +31,7 @@ export function probeRoutes(deps: Deps) {
       if (metricsToken) {
         const token = bearerToken(c.req.raw);
         if (token === undefined) throw unauthorized("Missing or invalid bearer token.", false);
-        if (!(await constantTimeEqual(token, metricsToken))) throw unauthorized("Missing or invalid bearer token.", true);
+        if (!metricsToken(token)) throw unauthorized("Missing or invalid bearer token.", true);
       }
       return c.body(metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" });
     });
