@@ -18,7 +18,10 @@ import { buildRouter } from "./http/router.js";
 import { type Ids, randomIds } from "./ids.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics } from "./observability/metrics.js";
-import { noPolicyClient } from "./policy/types.js";
+import { type ReadText, defaultReadText } from "./files.js";
+import { createPolicyClient } from "./policy/client.js";
+import type { ApprovalGate } from "./policy/gate.js";
+import { preparePolicy } from "./policy/setup.js";
 import { parseSettings, type Settings } from "./settings/parse.js";
 import { createMemoryLease } from "./store/memory/lease.js";
 import { createMemoryStore } from "./store/memory/store.js";
@@ -43,6 +46,14 @@ export interface CreateAppOptions {
   readonly logWrite?: (line: string) => void;
   /** A development API key shown prefilled in the playground (APP_ENV=dev only). */
   readonly playgroundKey?: string;
+  /** Reads files named by the settings (API_POLICY_PATH, openapi:); defaults to node:fs where the runtime has it. */
+  readonly readText?: ReadText;
+  /** The API policy document as text, for runtimes without files; wins over API_POLICY_PATH. */
+  readonly policyText?: string;
+  /** The fetch outbound calls use; defaults to the global fetch. */
+  readonly fetch?: typeof fetch;
+  /** Holds gated calls for a person; without one a gated call is refused. */
+  readonly approvalGate?: ApprovalGate;
   /** Internal, for tests: shorter lease renewal and expiry than the spec's 5 s / 30 s. */
   readonly leaseTimings?: LeaseTimings;
 }
@@ -77,6 +88,27 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     tools.set(tool.name, tool);
   }
 
+  const readText = options.readText ?? defaultReadText(options.root);
+  const policy = await preparePolicy({
+    path: settings.API_POLICY_PATH,
+    explicit: options.env?.API_POLICY_PATH !== undefined && options.env.API_POLICY_PATH !== "",
+    readText,
+    env: options.env ?? {},
+    tools: [...tools.values()],
+    recursionLimit: settings.RECURSION_LIMIT,
+    text: options.policyText,
+  });
+  for (const warning of policy?.warnings ?? []) logger.warning(warning);
+  const policyClient =
+    policy &&
+    createPolicyClient({
+      ...policy,
+      fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+      clock,
+      logger,
+      gate: options.approvalGate,
+    });
+
   const store = options.store ?? createMemoryStore();
   const lease = options.lease ?? createMemoryLease(clock);
   const model = options.model;
@@ -98,7 +130,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     model: model ? () => model : modelFactory(settings),
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
     tools,
-    api: noPolicyClient,
+    policyClient,
     runs,
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
     leaseTimings: options.leaseTimings ?? LEASE_TIMINGS,

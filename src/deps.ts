@@ -7,7 +7,7 @@ import type { Clock } from "./clock.js";
 import type { Ids } from "./ids.js";
 import type { Logger } from "./observability/logger.js";
 import type { Metrics } from "./observability/metrics.js";
-import type { ApiClient } from "./policy/types.js";
+import type { PolicyClient } from "./policy/client.js";
 import type { Settings } from "./settings/parse.js";
 import type { Store, ThreadLease } from "./store/ports.js";
 import type { RunRegistry } from "./agent/registry.js";
@@ -27,7 +27,8 @@ export interface Deps {
   readonly model: () => Model;
   readonly system: string;
   readonly tools: ReadonlyMap<string, Tool>;
-  readonly api: ApiClient;
+  /** The outbound policy client; undefined without a policy (every call is then refused). */
+  readonly policyClient: PolicyClient | undefined;
   readonly runs: RunRegistry;
   /** A development API key to prefill in the playground (only set by `npm run dev`). */
   readonly playgroundKey: string | undefined;

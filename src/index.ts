@@ -9,3 +9,7 @@ export type { Store, ThreadLease, LeaseHandle, Message, RunRecord, ThreadRow } f
 export type { Clock } from "./clock.js";
 export type { Settings } from "./settings/parse.js";
 export type { RunEvent } from "./agent/events.js";
+export { checkPolicy, type PolicyCheckResult } from "./policy/check.js";
+export { loadPolicy, PolicyError, type PolicyProblem, type Policy, type ApiPolicy } from "./policy/document.js";
+export type { ApprovalGate, HeldCall } from "./policy/gate.js";
+export type { ReadText } from "./files.js";

@@ -18,3 +18,13 @@ export function codePointLength(text: string): number {
   }
   return n;
 }
+
+/** The value at a path inside parsed JSON (undefined when any step is missing). */
+export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let v = root;
+  for (const p of path) {
+    if (typeof v !== "object" || v === null) return undefined;
+    v = (v as Record<PropertyKey, unknown>)[p];
+  }
+  return v;
+}

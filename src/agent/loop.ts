@@ -31,7 +31,9 @@ export interface LoopOptions {
   readonly emit: (event: RunEvent) => void;
   /** Appends messages to the thread (a checkpoint after every step). */
   readonly persist: (messages: readonly Message[]) => Promise<void>;
-  readonly toolContext: Omit<ToolContext, "signal">;
+  readonly toolContext: Omit<ToolContext, "signal" | "api">;
+  /** The outbound client for calls made by the named tool. */
+  readonly apiFor: (tool: string) => ToolContext["api"];
 }
 
 export interface LoopResult {
@@ -141,7 +143,7 @@ async function runTool(options: LoopOptions, id: string, name: string, args: Rec
   if (problems.length > 0)
     return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
   try {
-    const value = await tool.run(args, { ...options.toolContext, signal: options.signal });
+    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor(name), signal: options.signal });
     return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
   } catch (error) {
     if (options.signal.aborted) throw options.signal.reason;

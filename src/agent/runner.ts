@@ -12,6 +12,7 @@ import type { Logger } from "../observability/logger.js";
 import type { LeaseHandle, Message, RunRecord, RunStatus } from "../store/ports.js";
 import type { RunEvent, SseErrorCode, Usage } from "./events.js";
 import { closeOpenToolCalls, runLoop } from "./loop.js";
+import { noPolicyClient } from "../policy/types.js";
 
 /** The lease is renewed this often and lasts this long (spec 8); tests may shorten both. */
 export interface LeaseTimings {
@@ -121,7 +122,8 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         messages: [...history, ...repairs, user],
         emit,
         persist,
-        toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, api: deps.api },
+        toolContext: { principal: publicPrincipal(caller.principal), threadId, runId },
+        apiFor: deps.policyClient ? deps.policyClient.forRun({ runId, principal: caller.principal, signal: controller.signal, logger }) : () => noPolicyClient,
       });
       Object.assign(usage, result.usage);
       emit({

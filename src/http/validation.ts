@@ -4,6 +4,7 @@
  * and nothing here copies it back in).
  */
 import type { z } from "zod";
+import { valueAt } from "../json.js";
 import { type FieldIssue, unprocessable } from "../problems.js";
 
 type Issue = z.core.$ZodIssue;
@@ -54,13 +55,4 @@ function toFieldIssues(issue: Issue, where: string, root: unknown): FieldIssue[]
     default:
       return [{ type: "value_error", loc, msg: "Input is invalid", ctx: {} }];
   }
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let v = root;
-  for (const p of path) {
-    if (typeof v !== "object" || v === null) return undefined;
-    v = (v as Record<PropertyKey, unknown>)[p];
-  }
-  return v;
 }

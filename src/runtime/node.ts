@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { serve } from "@hono/node-server";
 import { createApp } from "../app.js";
 import { isAppError, type SettingsError } from "../errors.js";
+import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
 
 const DEV_DEFAULTS = { APP_ENV: "dev", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", CHECKPOINTER: "memory" };
@@ -46,6 +47,11 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
       process.stderr.write("The service cannot start: invalid settings.\n");
       for (const p of (error as SettingsError).problems) process.stderr.write(`  ${p.variable}: ${p.message}\n`);
       process.exit(2);
+    }
+    if (isAppError(error) && error.name === "PolicyError") {
+      process.stderr.write("The service cannot start: the API policy has problems.\n");
+      for (const p of (error as PolicyError).problems) process.stderr.write(`  ${p.place}: ${p.message}\n`);
+      process.exit(3);
     }
     throw error;
   }

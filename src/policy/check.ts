@@ -1,0 +1,40 @@
+/**
+ * The policy check behind `npm run policy:check` and startup: the document, the environment
+ * each API needs and the tools' declared calls. Problems come back as data, never thrown.
+ */
+import { DEFAULT_TOOLS } from "../agent/default-agent.js";
+import type { Tool } from "../agent/tools/define.js";
+import { defaultReadText, type ReadText } from "../files.js";
+import { parseSettings } from "../settings/parse.js";
+import type { PolicyProblem } from "./document.js";
+import { preparePolicy } from "./setup.js";
+
+export interface PolicyCheckResult {
+  readonly problems: readonly PolicyProblem[];
+  readonly warnings: readonly string[];
+  /** API names of a clean policy; empty when there is none. */
+  readonly apis: readonly string[];
+}
+
+export async function checkPolicy(options: {
+  env: Readonly<Record<string, string | undefined>>;
+  root?: string;
+  tools?: readonly Tool[];
+  readText?: ReadText;
+}): Promise<PolicyCheckResult> {
+  const settings = parseSettings(options.env);
+  try {
+    const setup = await preparePolicy({
+      path: settings.API_POLICY_PATH,
+      explicit: Boolean(options.env.API_POLICY_PATH),
+      readText: options.readText ?? defaultReadText(options.root),
+      env: options.env,
+      tools: options.tools ?? DEFAULT_TOOLS,
+      recursionLimit: settings.RECURSION_LIMIT,
+    });
+    return { problems: [], warnings: setup?.warnings ?? [], apis: setup ? [...setup.policy.apis.keys()] : [] };
+  } catch (error) {
+    if ((error as { name?: string }).name === "PolicyError") return { problems: (error as { problems: PolicyProblem[] }).problems, warnings: [], apis: [] };
+    throw error;
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * The policy client: every outbound call a tool makes (spec 2.6, 7.4, 8). Everything is decided
+ * before anything is sent: the path is checked and filled, headers and query cleaned, the body
+ * read as JSON-RPC where the API speaks it, the call judged, held for approval when gated, and
+ * the limits taken last. The URL is built from the base URL and the judged path by hand, never
+ * re-resolved, so the path that was judged is the path that is sent. Redirects are not followed.
+ */
+import type { Principal } from "../auth/principal.js";
+import type { Clock } from "../clock.js";
+import { ApiCallError, ApiPolicyError } from "../errors.js";
+import type { Logger } from "../observability/logger.js";
+import type { ApiPolicy, Policy } from "./document.js";
+import type { ApprovalGate } from "./gate.js";
+import { describeCall, judge, type JudgedCall } from "./judge.js";
+import { readRpcCall } from "./jsonrpc.js";
+import type { LabelIndex } from "./labels.js";
+import { TokenBucket } from "./limits.js";
+import { fillTemplate, PathError, pathProblem } from "./paths.js";
+import type { ApiClient, ApiRequest, ApiResponse } from "./types.js";
+import { checkBody, parseAnswer, queryPairs, queryString, readAnswer, toolHeaders } from "./wire.js";
+
+export interface PolicyClientOptions {
+  readonly policy: Policy;
+  /** Base URL of each API, checked at startup (origin plus a kept path prefix, no trailing slash). */
+  readonly baseUrls: ReadonlyMap<string, string>;
+  /** Bearer tokens of `auth: bearer` APIs, read from their `token_env` at startup. */
+  readonly tokens: ReadonlyMap<string, string>;
+  readonly labels: LabelIndex;
+  readonly fetch: typeof fetch;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly gate: ApprovalGate | undefined;
+}
+
+export interface RunScope {
+  readonly runId: string;
+  readonly principal: Principal;
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+}
+
+export interface PolicyClient {
+  /** A client for one run; `tool` names the tool the calls come from. */
+  forRun(scope: RunScope): (tool: string) => ApiClient;
+}
+
+export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
+  const { policy, clock } = options;
+  const buckets = new Map<string, TokenBucket>();
+  for (const [name, api] of policy.apis)
+    if (api.limits.ratePerMinute !== undefined) buckets.set(name, new TokenBucket(api.limits.ratePerMinute, clock));
+
+  return {
+    forRun(scope) {
+      const calls = new Map<string, number>();
+      return (tool) => ({
+        request: (apiName, request) => send(options, scope, tool, calls, buckets, apiName, request),
+      });
+    },
+  };
+}
+
+async function send(
+  options: PolicyClientOptions,
+  scope: RunScope,
+  tool: string,
+  calls: Map<string, number>,
+  buckets: Map<string, TokenBucket>,
+  apiName: string,
+  request: ApiRequest,
+): Promise<ApiResponse> {
+  const api = options.policy.apis.get(apiName);
+  if (!api) throw new ApiPolicyError(`there is no API named ${JSON.stringify(apiName)} in the policy; nothing was sent`);
+  const method = typeof request.method === "string" ? request.method.toUpperCase() : "";
+  if (!/^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/.test(method)) throw new ApiPolicyError("the method is not an HTTP method the policy knows; nothing was sent");
+
+  const templateProblem = pathProblem(request.path, "template");
+  if (templateProblem) throw new ApiPolicyError(`the path is refused: it ${templateProblem}; nothing was sent`);
+  let path: string;
+  try {
+    path = fillTemplate(request.path, request.pathParams);
+  } catch (error) {
+    if (error instanceof PathError) throw new ApiPolicyError(`${error.message}; nothing was sent`);
+    throw error;
+  }
+  const concreteProblem = pathProblem(path, "concrete");
+  if (concreteProblem) throw new ApiPolicyError(`the path is refused as concrete: it ${concreteProblem}; nothing was sent`);
+
+  const headers = toolHeaders(request.headers);
+  const query = queryPairs(request.query, api.pagination);
+  checkBody(request.body);
+  if (request.body !== undefined && (method === "GET" || method === "HEAD")) throw new ApiPolicyError("a GET or HEAD call must not have a body; nothing was sent");
+
+  let rpcMethod: string | undefined;
+  let a2aOperation: "approve" | "reject" | undefined;
+  if (api.protocol !== "http") {
+    const reading = readRpcCall(api.protocol, method, request.body);
+    if (!reading.ok) throw new ApiPolicyError(`${reading.problem}; nothing was sent`);
+    rpcMethod = reading.rpcMethod;
+    a2aOperation = reading.a2aOperation;
+  }
+
+  const call = describeCall(method, path, { operationId: request.operationId, rpcMethod, a2aOperation });
+  if (call.operationId !== undefined && !options.labels.fits(api.name, call))
+    throw new ApiPolicyError(`operation_id ${call.operationId} does not match the request sent; nothing was sent`);
+  const verdict = judge(api, call);
+  if (!verdict.allowed) throw new ApiPolicyError(`${verdict.reason}; nothing was sent`);
+
+  if (verdict.gate) {
+    if (!options.gate) throw new ApiPolicyError(`the call needs approval (API ${api.name}) and nothing here can hold it for a person; nothing was sent`);
+    await options.gate.hold(
+      {
+        api: api.name,
+        method,
+        path,
+        operationId: call.operationId ?? null,
+        rpcMethod: call.rpcMethod ?? null,
+        a2aOperation: call.a2aOperation ?? null,
+        query,
+        body: request.body,
+        redact: request.redact ?? [],
+        tool,
+      },
+      verdict.gate,
+      scope.signal,
+    );
+  }
+
+  const credential = credentialFor(options, api, scope.principal);
+  takeLimits(api, calls, buckets);
+
+  if (credential) headers.set(credential.header, credential.value);
+  if (request.body !== undefined && !headers.has("content-type")) headers.set("Content-Type", "application/json");
+  if (api.limits.maxResponseBytes !== undefined) headers.set("Accept-Encoding", "gzip, deflate");
+  const url = `${options.baseUrls.get(api.name)}${path}${queryString(query)}`;
+  return transmit(options, scope, api, call, url, method, headers, request);
+}
+
+function credentialFor(options: PolicyClientOptions, api: ApiPolicy, principal: Principal): { header: string; value: string } | undefined {
+  switch (api.auth) {
+    case "none":
+      return undefined;
+    case "bearer": {
+      const token = options.tokens.get(api.name);
+      if (!token) throw new ApiPolicyError(`the credential of API ${api.name} is not configured; nothing was sent`);
+      return { header: "Authorization", value: `Bearer ${token}` };
+    }
+    case "forward": {
+      const credential = principal.credentials[api.name];
+      if (!credential) throw new ApiPolicyError(`the caller has no credential to forward to API ${api.name}; nothing was sent`);
+      return { header: api.forwardHeader, value: credential };
+    }
+    case "exchange":
+      throw new ApiPolicyError(`token exchange for API ${api.name} is not available in this release; nothing was sent`);
+  }
+}
+
+function takeLimits(api: ApiPolicy, calls: Map<string, number>, buckets: Map<string, TokenBucket>): void {
+  const max = api.limits.maxCallsPerRun;
+  const used = calls.get(api.name) ?? 0;
+  if (max !== undefined && used >= max)
+    throw new ApiPolicyError(`this run already made ${max} calls to API ${api.name} (limits.max_calls_per_run); nothing was sent`);
+  const bucket = buckets.get(api.name);
+  if (bucket && !bucket.take()) throw new ApiPolicyError(`API ${api.name} is over its rate limit (limits.rate_per_minute); try again later; nothing was sent`);
+  calls.set(api.name, used + 1);
+}
+
+async function transmit(
+  options: PolicyClientOptions,
+  scope: RunScope,
+  api: ApiPolicy,
+  call: JudgedCall,
+  url: string,
+  method: string,
+  headers: Headers,
+  request: ApiRequest,
+): Promise<ApiResponse> {
+  const started = performance.now();
+  const operation = call.operationId ?? request.path;
+  // One deadline for connecting and the whole answer (CONTRACT 5): a slow-drip upstream cannot hold a run.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new ApiCallError(`API ${api.name} did not answer within its timeout`)), api.timeouts.connect + api.timeouts.read);
+  const onAbort = () => deadline.abort(scope.signal.reason);
+  scope.signal.addEventListener("abort", onAbort, { once: true });
+  let status = 0;
+  try {
+    const response = await options.fetch(url, {
+      method,
+      headers,
+      redirect: "manual",
+      signal: deadline.signal,
+      ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+    });
+    status = response.status;
+    if ((status >= 300 && status < 400) || response.type === "opaqueredirect") {
+      await response.body?.cancel().catch(() => {});
+      throw new ApiCallError(`API ${api.name} answered with a redirect, which is never followed`, { status });
+    }
+    const bytes = await readAnswer(response, api.limits.maxResponseBytes);
+    const answerHeaders: Record<string, string> = {};
+    response.headers.forEach((value, key) => {
+      if (key !== "set-cookie") answerHeaders[key] = value;
+    });
+    return { status, headers: answerHeaders, body: parseAnswer(bytes, response.headers.get("content-type")) };
+  } catch (error) {
+    if (scope.signal.aborted) throw scope.signal.reason;
+    if (error instanceof ApiCallError || (error as { code?: string }).code === "api_call") throw error;
+    if (deadline.signal.aborted) throw deadline.signal.reason;
+    throw new ApiCallError(`the call to API ${api.name} failed before an answer arrived`, { cause: error });
+  } finally {
+    clearTimeout(timer);
+    scope.signal.removeEventListener("abort", onAbort);
+    scope.logger.info("api call", { api: api.name, method, operation, status, duration_ms: Math.round(performance.now() - started) });
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Paths as the policy compares them (spec 8). A concrete path is checked once, normalized once
+ * (percent-encoded unreserved characters decoded, other escapes upper-cased, one trailing slash
+ * ignored) and compared segment by segment with precompiled templates. The path that is judged
+ * is exactly the path that is sent: nothing here re-resolves it against a base URL.
+ */
+
+/** Why a path (template or concrete) is unusable, or null when it is fine. */
+export function pathProblem(path: string, kind: "template" | "concrete"): string | null {
+  if (typeof path !== "string" || !path.startsWith("/")) return "must start with /";
+  if (/[?#]/.test(path)) return "must not contain a query or fragment";
+  if (/\s/.test(path)) return "must not contain whitespace";
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(path)) return "must not contain control characters";
+  if (path.includes("\\")) return "must not contain a backslash";
+  if (path.includes(";")) return "must not contain ;";
+  if (/[^\u0020-\u007e]/.test(path)) return "must be ASCII (percent-encode other characters)";
+  if (/%(?![0-9A-Fa-f]{2})/.test(path)) return "has a malformed percent escape";
+  if (/%2f|%5c/i.test(path)) return "must not contain an encoded slash or backslash";
+  if (/%[01][0-9a-f]|%7f/i.test(path)) return "must not contain encoded control characters";
+  const segments = path.split("/").slice(1);
+  for (let i = 0; i < segments.length; i++) {
+    const raw = segments[i]!;
+    if (raw === "") {
+      if (i === segments.length - 1 && i > 0) continue; // one trailing slash
+      if (segments.length === 1) continue; // the root path "/"
+      return "must not contain empty segments";
+    }
+    const decoded = decodeUnreserved(raw);
+    if (decoded === "." || decoded === "..") return "must not contain . or .. segments";
+    if (kind === "template") {
+      const open = raw.indexOf("{");
+      if (open >= 0 || raw.includes("}")) {
+        if (!/^\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(raw)) return "placeholders must be whole segments like {name}";
+      }
+    } else if (raw.includes("{") || raw.includes("}")) return "has an unfilled {placeholder}";
+  }
+  return null;
+}
+
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/** Decodes %XX of unreserved characters and upper-cases every other escape. */
+export function decodeUnreserved(segment: string): string {
+  if (!segment.includes("%")) return segment;
+  return segment.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => {
+    const ch = String.fromCharCode(parseInt(hex, 16));
+    return UNRESERVED.test(ch) ? ch : `%${hex.toUpperCase()}`;
+  });
+}
+
+/** Normalized segments of a concrete, already-checked path: no leading "", one trailing "" dropped. */
+export function concreteSegments(path: string): string[] {
+  const segments = path.split("/");
+  segments.shift();
+  if (segments.length > 1 && segments[segments.length - 1] === "") segments.pop();
+  if (segments.length === 1 && segments[0] === "") return [];
+  for (let i = 0; i < segments.length; i++) segments[i] = decodeUnreserved(segments[i]!);
+  return segments;
+}
+
+/** A template compiled for matching: literals normalized (and lower-cased for loose matching). */
+export interface CompiledTemplate {
+  readonly source: string;
+  /** null marks a `{name}` placeholder. */
+  readonly strict: readonly (string | null)[];
+  readonly loose: readonly (string | null)[];
+}
+
+export function compileTemplate(template: string): CompiledTemplate {
+  const strict = concreteSegments(template).map((s) => (s.startsWith("{") && s.endsWith("}") ? null : s));
+  return { source: template, strict, loose: strict.map((s) => (s === null ? null : s.toLowerCase())) };
+}
+
+/** Allow-list matching: exact literals, `{name}` matches one non-empty segment. */
+export function matchesStrict(t: CompiledTemplate, segments: readonly string[]): boolean {
+  const lits = t.strict;
+  if (lits.length !== segments.length) return false;
+  for (let i = 0; i < lits.length; i++) {
+    const lit = lits[i] as string | null;
+    const seg = segments[i]!;
+    if (lit === null ? seg === "" : lit !== seg) return false;
+  }
+  return true;
+}
+
+/**
+ * Denial and gate matching: literals compared without letter case, and a literal also covers
+ * its dot-suffixed spellings (`admin` covers `Admin.json`), so a denial cannot be dodged by how
+ * a server might route those. `lowered` is the call's segments in lower case.
+ */
+export function matchesLoose(t: CompiledTemplate, lowered: readonly string[]): boolean {
+  const lits = t.loose;
+  if (lits.length !== lowered.length) return false;
+  for (let i = 0; i < lits.length; i++) {
+    const lit = lits[i] as string | null;
+    const seg = lowered[i]!;
+    if (lit === null) {
+      if (seg === "") return false;
+    } else if (seg !== lit && !(seg.length > lit.length && seg.charCodeAt(lit.length) === 46 && seg.startsWith(lit))) return false;
+  }
+  return true;
+}
+
+/**
+ * Fills `{name}` placeholders, each value encoded as exactly one segment. `.`, `..` and values
+ * holding `/` are refused; a placeholder without a value, or a value without a placeholder, too.
+ */
+export function fillTemplate(template: string, params: Readonly<Record<string, string | number>> | undefined): string {
+  const used = new Set<string>();
+  const filled = template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+    const value = params?.[name];
+    if (value === undefined) throw new PathError(`path parameter ${name} has no value`);
+    const text = String(value);
+    if (text === "" || text === "." || text === ".." || text.includes("/"))
+      throw new PathError(`path parameter ${name} must be one non-empty segment (not ., .. or containing /)`);
+    used.add(name);
+    return encodeURIComponent(text);
+  });
+  for (const name of Object.keys(params ?? {}))
+    if (!used.has(name)) throw new PathError(`path parameter ${name} has no {${name}} in the path`);
+  return filled;
+}
+
+export class PathError extends Error {
+  override name = "PathError";
+}

@@ -1,0 +1,168 @@
+/**
+ * What the client puts on the wire and reads back: headers a tool may set, the query string
+ * (with the page-size cap), and an answer read only up to `max_response_bytes`.
+ */
+import { ApiCallError, ApiPolicyError } from "../errors.js";
+import type { JsonValue } from "../json.js";
+import type { ApiRequest } from "./types.js";
+
+/**
+ * Dropped before sending, the call goes on (CONTRACT 5): they would change where a request goes
+ * or which method applies, or belong to one hop only.
+ */
+const DROPPED = new Set([
+  "host",
+  "forwarded",
+  "x-http-method-override",
+  "x-http-method",
+  "x-method-override",
+  "x-original-url",
+  "x-rewrite-url",
+  "x-original-method",
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "trailers",
+  "transfer-encoding",
+  "upgrade",
+  "content-length",
+]);
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// eslint-disable-next-line no-control-regex
+const BAD_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+export function toolHeaders(given: ApiRequest["headers"]): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(given ?? {})) {
+    if (!TOKEN.test(name)) throw new ApiPolicyError("a header name is not a valid HTTP token; nothing was sent");
+    if (typeof value !== "string" || BAD_VALUE.test(value))
+      throw new ApiPolicyError(`header ${name} has a line break or control character; nothing was sent`);
+    const lower = name.toLowerCase();
+    if (DROPPED.has(lower) || lower.startsWith("x-forwarded-")) continue;
+    headers.set(name, value);
+  }
+  return headers;
+}
+
+type QueryValue = string | number | boolean;
+
+/** Query pairs in order, `_method` refused, the page-size parameter capped in every spelling. */
+export function queryPairs(query: ApiRequest["query"], pagination: { param: string; max: number } | undefined): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const [key, value] of Object.entries(query ?? {})) {
+    const values: readonly QueryValue[] = Array.isArray(value) ? value : [value as QueryValue];
+    for (const v of values) {
+      if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean")
+        throw new ApiPolicyError(`query parameter ${key} must be text, a number, a boolean or a list of them`);
+      pairs.push([key, String(v)]);
+    }
+  }
+  const canon = (k: string) => {
+    let d = k;
+    try {
+      d = decodeURIComponent(k);
+    } catch {
+      // keep as is
+    }
+    return d.trim().toLowerCase().replace(/\[\]$/, "");
+  };
+  for (const [key] of pairs) if (canon(key) === "_method") throw new ApiPolicyError("the query parameter _method is refused (method override); nothing was sent");
+  if (pagination) {
+    const param = canon(pagination.param);
+    for (const pair of pairs) {
+      if (canon(pair[0]) !== param) continue;
+      const n = Number(pair[1]);
+      if (!/^\s*\d+\s*$/.test(pair[1]) || n > pagination.max) pair[1] = String(pagination.max);
+    }
+  }
+  return pairs;
+}
+
+export function queryString(pairs: readonly [string, string][]): string {
+  if (pairs.length === 0) return "";
+  return `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&")}`;
+}
+
+/** Refuses a JSON body that asks for a method override. */
+export function checkBody(body: JsonValue | undefined): void {
+  if (body && typeof body === "object" && !Array.isArray(body))
+    for (const key of Object.keys(body)) if (key.toLowerCase() === "_method") throw new ApiPolicyError("the body key _method is refused (method override); nothing was sent");
+  if (body !== undefined) assertPlainJson(body, 0);
+}
+
+function assertPlainJson(value: unknown, depth: number): void {
+  if (depth > 64) throw new ApiPolicyError("the body is nested too deeply");
+  if (value === null || typeof value === "string" || typeof value === "boolean") return;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new ApiPolicyError("the body holds a number JSON cannot carry");
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const v of value) assertPlainJson(v, depth + 1);
+    return;
+  }
+  const proto = typeof value === "object" ? Object.getPrototypeOf(value) : undefined;
+  if (proto !== Object.prototype && proto !== null) throw new ApiPolicyError("the body must be plain JSON data");
+  for (const v of Object.values(value as object)) assertPlainJson(v, depth + 1);
+}
+
+const ENCODINGS = new Set(["", "identity", "gzip", "x-gzip", "deflate"]);
+
+/**
+ * Reads the answer. With a cap, only identity, one gzip or one deflate is accepted (anything
+ * else is refused unread) and the decoded bytes are counted while streaming: past the cap the
+ * rest is discarded and the call fails. fetch decodes gzip and deflate itself, so the bytes read
+ * are the decoded ones.
+ */
+export async function readAnswer(response: Response, maxBytes: number | undefined): Promise<Uint8Array> {
+  if (maxBytes === undefined) return new Uint8Array(await response.arrayBuffer());
+  const encoding = (response.headers.get("content-encoding") ?? "").trim().toLowerCase();
+  if (!ENCODINGS.has(encoding)) {
+    await response.body?.cancel().catch(() => {});
+    throw new ApiCallError("the answer's content encoding is not identity, gzip or deflate; it was not read");
+  }
+  const declared = response.headers.get("content-length");
+  if (encoding === "" && declared !== null && Number(declared) > maxBytes) {
+    await response.body?.cancel().catch(() => {});
+    throw new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
+  }
+  if (!response.body) return new Uint8Array(0);
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+const decoder = new TextDecoder();
+
+export function parseAnswer(bytes: Uint8Array, contentType: string | null): JsonValue | string {
+  const text = decoder.decode(bytes);
+  if (contentType && /\bjson\b/i.test(contentType)) {
+    try {
+      return JSON.parse(text) as JsonValue;
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
