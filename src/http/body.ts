@@ -3,6 +3,7 @@
  * over the cap is refused before reading, and a streamed body is cut as soon as it passes it.
  */
 import { payloadTooLarge, unprocessable } from "../problems.js";
+import { readCapped } from "../streams.js";
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
@@ -15,7 +16,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   // A declared length is enforced by the HTTP layer, so the body can be read in one piece (on
   // @hono/node-server this also avoids building a full Request with web streams); a chunked
   // body is read as a stream and cut at the cap.
-  const bytes = declared !== null ? new Uint8Array(await request.arrayBuffer()) : await readCapped(request.body, maxBytes);
+  const bytes = declared !== null ? new Uint8Array(await request.arrayBuffer()) : await readCapped(request.body, maxBytes, () => payloadTooLarge(maxBytes));
   if (bytes.byteLength > maxBytes) throw payloadTooLarge(maxBytes);
   let text: string;
   try {
@@ -30,29 +31,4 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   } catch {
     throw unprocessable([{ type: "json_invalid", loc: ["body"], msg: "JSON decode error", ctx: {} }]);
   }
-}
-
-async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array> {
-  if (!body) return new Uint8Array(0);
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw payloadTooLarge(maxBytes);
-    }
-    chunks.push(value);
-  }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
 }

@@ -4,6 +4,7 @@
  */
 import { ApiCallError, ApiPolicyError } from "../errors.js";
 import type { JsonValue } from "../json.js";
+import { readCapped } from "../streams.js";
 import type { ApiRequest } from "./types.js";
 
 /**
@@ -130,27 +131,7 @@ export async function readAnswer(response: Response, maxBytes: number | undefine
     await response.body?.cancel().catch(() => {});
     throw new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
   }
-  if (!response.body) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return readCapped(response.body, maxBytes, () => new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`));
 }
 
 const decoder = new TextDecoder();
