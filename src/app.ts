@@ -6,9 +6,12 @@ import { DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS } from "./agent/default-agent.js";
 import type { Model } from "./agent/model.js";
 import { modelFactory } from "./agent/providers/index.js";
 import { createRunRegistry } from "./agent/registry.js";
+import { createApprovalGate, PauseBook } from "./approvals/gate.js";
+import { startSweeper } from "./approvals/sweep.js";
 import { LEASE_TIMINGS, type LeaseTimings } from "./agent/runner.js";
 import type { Tool } from "./agent/tools/define.js";
 import { createPrincipalHasher } from "./auth/hashing.js";
+import type { AuthPolicy } from "./auth/policy.js";
 import { createSharedBearerPolicy } from "./auth/shared-bearer.js";
 import { createUnavailablePolicy } from "./auth/unavailable.js";
 import { type Clock, systemClock } from "./clock.js";
@@ -52,8 +55,12 @@ export interface CreateAppOptions {
   readonly policyText?: string;
   /** The fetch outbound calls use; defaults to the global fetch. */
   readonly fetch?: typeof fetch;
-  /** Holds gated calls for a person; without one a gated call is refused. */
+  /** Holds gated calls for a person; defaults to the built-in approvals. */
   readonly approvalGate?: ApprovalGate;
+  /** A custom auth policy (spec 5.4); used when AUTH_POLICY is custom, or always when given with shared-bearer unset. */
+  readonly authPolicy?: Pick<AuthPolicy, "authenticate">;
+  /** Internal, for tests: how often expired approvals are swept (default 5 s). */
+  readonly sweepIntervalMs?: number;
   /** Internal, for tests: shorter lease renewal and expiry than the spec's 5 s / 30 s. */
   readonly leaseTimings?: LeaseTimings;
 }
@@ -99,6 +106,17 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     text: options.policyText,
   });
   for (const warning of policy?.warnings ?? []) logger.warning(warning);
+
+  const store = options.store ?? createMemoryStore();
+  const lease = options.lease ?? createMemoryLease(clock);
+  const model = options.model;
+  const runs = createRunRegistry();
+  const metrics = createMetrics();
+  const hashPrincipal = createPrincipalHasher(settings.PRINCIPAL_HASH_SALT);
+  const pauses = new PauseBook();
+  const gate =
+    options.approvalGate ??
+    createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses, keepDecidedCalls: settings.TRACE_CAPTURE === "full" });
   const policyClient =
     policy &&
     createPolicyClient({
@@ -106,13 +124,8 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       fetch: options.fetch ?? ((input, init) => fetch(input, init)),
       clock,
       logger,
-      gate: options.approvalGate,
+      gate,
     });
-
-  const store = options.store ?? createMemoryStore();
-  const lease = options.lease ?? createMemoryLease(clock);
-  const model = options.model;
-  const runs = createRunRegistry();
 
   const deps: Deps = {
     settings,
@@ -121,12 +134,13 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     clock,
     ids,
     logger,
-    metrics: createMetrics(),
-    auth:
-      settings.AUTH_POLICY === "shared-bearer"
+    metrics,
+    auth: options.authPolicy
+      ? { name: "custom", authenticate: (request) => options.authPolicy!.authenticate(request) }
+      : settings.AUTH_POLICY === "shared-bearer"
         ? createSharedBearerPolicy(settings.API_KEY, ids)
         : createUnavailablePolicy(settings.AUTH_POLICY, ids),
-    hashPrincipal: createPrincipalHasher(settings.PRINCIPAL_HASH_SALT),
+    hashPrincipal,
     model: model ? () => model : modelFactory(settings),
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
     tools,
@@ -134,11 +148,13 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     runs,
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
     leaseTimings: options.leaseTimings ?? LEASE_TIMINGS,
+    pauses,
     instanceId: ids.requestId(),
   };
-  if (settings.AUTH_POLICY !== "shared-bearer")
+  if (settings.AUTH_POLICY !== "shared-bearer" && !options.authPolicy)
     logger.warning(`AUTH_POLICY ${settings.AUTH_POLICY} is not available in this release: every guarded request answers 503`);
   const router = buildRouter(deps);
+  const stopSweeper = startSweeper(deps, options.sweepIntervalMs ?? 5_000);
 
   let closed = false;
   return {
@@ -151,6 +167,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     async close() {
       if (closed) return;
       closed = true;
+      stopSweeper();
       await runs.drain(0);
       await store.close();
     },

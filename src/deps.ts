@@ -12,6 +12,7 @@ import type { Settings } from "./settings/parse.js";
 import type { Store, ThreadLease } from "./store/ports.js";
 import type { RunRegistry } from "./agent/registry.js";
 import type { LeaseTimings } from "./agent/runner.js";
+import type { PauseBook } from "./approvals/gate.js";
 
 export interface Deps {
   readonly settings: Settings;
@@ -33,6 +34,8 @@ export interface Deps {
   /** A development API key to prefill in the playground (only set by `npm run dev`). */
   readonly playgroundKey: string | undefined;
   readonly leaseTimings: LeaseTimings;
+  /** Tool calls waiting for approval, per run. */
+  readonly pauses: PauseBook;
   /** Distinguishes this process's lease holders from other replicas'. */
   readonly instanceId: string;
 }

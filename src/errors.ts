@@ -11,6 +11,8 @@ export type ErrorCode =
   | "forbidden"
   | "not_found"
   | "thread_busy"
+  | "conflict"
+  | "gone"
   | "payload_too_large"
   | "validation"
   | "unavailable"
@@ -18,6 +20,7 @@ export type ErrorCode =
   | "tool_error"
   | "api_policy"
   | "api_call"
+  | "paused"
   | "internal";
 
 export class AppError extends Error {
@@ -78,6 +81,17 @@ export class ApiCallError extends AppError {
     super("api_call", message, options);
     this.name = "ApiCallError";
     this.status = options?.status;
+  }
+}
+
+/**
+ * Not a failure: a gated call is waiting for a person, so the run pauses. Thrown through the
+ * tool; the loop recognises the tool call as paused whatever the tool did with the error.
+ */
+export class RunPaused extends AppError {
+  constructor() {
+    super("paused", "The call waits for a person's approval; the run pauses.");
+    this.name = "RunPaused";
   }
 }
 

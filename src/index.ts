@@ -13,3 +13,6 @@ export { checkPolicy, type PolicyCheckResult } from "./policy/check.js";
 export { loadPolicy, PolicyError, type PolicyProblem, type Policy, type ApiPolicy } from "./policy/document.js";
 export type { ApprovalGate, HeldCall } from "./policy/gate.js";
 export type { ReadText } from "./files.js";
+export type { AuthPolicy } from "./auth/policy.js";
+export type { Principal, Action } from "./auth/principal.js";
+export { ACTIONS } from "./auth/principal.js";

@@ -1,4 +1,5 @@
 /** The events of a run (spec 6.1), a union on `type`; http/sse.ts is the one place that encodes them. */
+import type { PublicApproval } from "../approvals/view.js";
 import type { RunStatus } from "../store/ports.js";
 import type { JsonValue } from "../json.js";
 
@@ -30,5 +31,8 @@ export type RunEvent =
       usage: Usage;
       latency_ms: number;
       status: Extract<RunStatus, "ok" | "step_limit" | "awaiting_approval">;
+      /** Paused runs: the first approval of the pause and all of them. */
+      approval?: PublicApproval;
+      approvals?: PublicApproval[];
     }
   | { type: "error"; code: SseErrorCode; message: string; error_id: string; run_id: string; detail?: string };

@@ -12,6 +12,7 @@ import type { Message, ToolCall } from "../store/ports.js";
 import type { RunEvent, Usage } from "./events.js";
 import { INVALID_ARGUMENTS_PREFIX, MAX_ARGUMENT_RETRIES, type Model, type ToolSpec } from "./model.js";
 import type { Tool, ToolContext } from "./tools/define.js";
+import type { ToolCallScope } from "../policy/client.js";
 
 export const STEP_LIMIT_REPLY =
   "I stopped here because this request needed more steps than one run allows. Say 'continue' and I will pick up where I left off.";
@@ -32,12 +33,16 @@ export interface LoopOptions {
   /** Appends messages to the thread (a checkpoint after every step). */
   readonly persist: (messages: readonly Message[]) => Promise<void>;
   readonly toolContext: Omit<ToolContext, "signal" | "api">;
-  /** The outbound client for calls made by the named tool. */
-  readonly apiFor: (tool: string) => ToolContext["api"];
+  /** The outbound client for calls made by one tool call. */
+  readonly apiFor: (call: ToolCallScope) => ToolContext["api"];
+  /** True when the tool call registered an approval to wait for. */
+  readonly isPaused: (toolCallId: string) => boolean;
+  /** Set when the run resumes after an approval decision: the calls that waited, and the turn's words. */
+  readonly resume?: { readonly calls: readonly ToolCall[]; readonly reason: string };
 }
 
 export interface LoopResult {
-  status: "ok" | "step_limit";
+  status: "ok" | "step_limit" | "awaiting_approval";
   usage: Usage;
 }
 
@@ -47,6 +52,13 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   let step = 0;
   let retries = 0;
+
+  // A run resumed after an approval decision first finishes the tool calls that waited.
+  if (options.resume) {
+    step += 1;
+    if ((await toolStep(options.resume.calls.map((c) => ({ ...c, args: c.args as Record<string, JsonValue> | null })), options.resume.reason)).paused)
+      return { status: "awaiting_approval", usage };
+  }
 
   for (;;) {
     step += 1;
@@ -75,34 +87,12 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
       return { status: "step_limit", usage };
     }
 
-    const parsed = calls.map((c) => ({ ...c, args: parseArguments(c.arguments) }));
+    const parsed = calls.map((c) => ({ id: c.id, name: c.name, args: parseArguments(c.arguments) }));
     const toolCalls: ToolCall[] = parsed.map((c) => ({ id: c.id, name: c.name, args: c.args ?? {} }));
     // Checkpoint the calls before running them, so a stop leaves them visibly open.
     await commit([{ id: ids.messageId(), role: "assistant", content: text, tool_calls: toolCalls }]);
     for (const c of toolCalls) emit({ type: "tool.call", id: c.id, name: c.name, args: c.args });
-    const results = await Promise.all(
-      parsed.map((c) =>
-        c.args === null
-          ? Promise.resolve<Result>({ content: `${INVALID_ARGUMENTS_PREFIX} the arguments were not valid JSON; call the tool again with a JSON object.`, is_error: true })
-          : runTool(options, c.id, c.name, c.args),
-      ),
-    );
-    signal.throwIfAborted();
-    const toolMessages: Message[] = parsed.map((c, i) => {
-      const r = results[i]!;
-      const content = wellFormed(r.content);
-      emit({ type: "tool.result", id: c.id, name: c.name, result: content, is_error: r.is_error, ...(r.error_id ? { error_id: r.error_id } : {}) });
-      return {
-        id: ids.messageId(),
-        role: "tool",
-        content,
-        tool_call_id: c.id,
-        name: c.name,
-        is_error: r.is_error,
-        ...(r.error_id ? { error_id: r.error_id } : {}),
-      };
-    });
-    await commit(toolMessages);
+    if ((await toolStep(parsed, text)).paused) return { status: "awaiting_approval", usage };
 
     // Invalid JSON arguments: ask again within the same step, at most twice.
     if (parsed.some((c) => c.args === null) && retries < MAX_ARGUMENT_RETRIES) {
@@ -118,11 +108,47 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
     messages.push(...batch);
     await persist(batch);
   }
+
+  /** Runs one turn's calls in parallel; results of calls that wait for approval are not written. */
+  async function toolStep(parsed: { id: string; name: string; args: Record<string, JsonValue> | null }[], reason: string): Promise<{ paused: boolean }> {
+    const results = await Promise.all(
+      parsed.map((c) =>
+        c.args === null
+          ? Promise.resolve<Result>({ content: `${INVALID_ARGUMENTS_PREFIX} the arguments were not valid JSON; call the tool again with a JSON object.`, is_error: true })
+          : runTool(options, c.id, c.name, c.args, reason),
+      ),
+    );
+    signal.throwIfAborted();
+    const toolMessages: Message[] = [];
+    let paused = false;
+    parsed.forEach((c, i) => {
+      const r = results[i]!;
+      // A call waiting for approval pauses the run, whatever the tool made of the pause.
+      if (r.paused || options.isPaused(c.id)) {
+        paused = true;
+        return;
+      }
+      const content = wellFormed(r.content);
+      emit({ type: "tool.result", id: c.id, name: c.name, result: content, is_error: r.is_error, ...(r.error_id ? { error_id: r.error_id } : {}) });
+      toolMessages.push({
+        id: ids.messageId(),
+        role: "tool",
+        content,
+        tool_call_id: c.id,
+        name: c.name,
+        is_error: r.is_error,
+        ...(r.error_id ? { error_id: r.error_id } : {}),
+      });
+    });
+    if (toolMessages.length > 0) await commit(toolMessages);
+    return { paused };
+  }
 }
 
 interface Result {
   content: string;
   is_error: boolean;
+  paused?: boolean;
   error_id?: string;
 }
 
@@ -136,17 +162,18 @@ function parseArguments(text: string): Record<string, JsonValue> | null {
   }
 }
 
-async function runTool(options: LoopOptions, id: string, name: string, args: Record<string, JsonValue>): Promise<Result> {
+async function runTool(options: LoopOptions, id: string, name: string, args: Record<string, JsonValue>, reason: string): Promise<Result> {
   const tool = options.tools.get(name);
   if (!tool) return { content: `There is no tool named ${JSON.stringify(name)}.`, is_error: true };
   const problems = tool.check(args);
   if (problems.length > 0)
     return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
   try {
-    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor(name), signal: options.signal });
+    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor({ tool: name, toolCallId: id, reason }), signal: options.signal });
     return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
   } catch (error) {
     if (options.signal.aborted) throw options.signal.reason;
+    if (isAppError(error) && error.code === "paused") return { content: "", is_error: false, paused: true };
     const errorId = options.ids.errorId();
     const errorType = isAppError(error) ? error.name : error instanceof Error ? error.name : "Error";
     options.logger.warning("tool call failed", { error_id: errorId, tool: name, error_type: errorType, tool_call_id: id });

@@ -9,7 +9,8 @@ import { isoTime } from "../clock.js";
 import type { Deps } from "../deps.js";
 import { isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
-import type { LeaseHandle, Message, RunRecord, RunStatus } from "../store/ports.js";
+import type { LeaseHandle, Message, RunRecord, RunStatus, ToolCall } from "../store/ports.js";
+import { publicApproval, type PublicApproval } from "../approvals/view.js";
 import type { RunEvent, SseErrorCode, Usage } from "./events.js";
 import { closeOpenToolCalls, runLoop } from "./loop.js";
 import { noPolicyClient } from "../policy/types.js";
@@ -33,7 +34,10 @@ class RunStopped extends Error {
 export interface RunInput {
   readonly caller: Caller;
   readonly threadId: string;
-  readonly message: string;
+  /** The user's message; absent when the run resumes after an approval decision. */
+  readonly message?: string;
+  /** The run resumes the tool calls that waited for `approvalId`, decided with `decision`. */
+  readonly resume?: { readonly approvalId: string; readonly decision: "approve" | "reject" | "expired"; readonly pausedRunId: string };
   readonly metadata: RunRecord["metadata"];
   readonly lease: LeaseHandle;
   readonly emit: (event: RunEvent) => void;
@@ -72,6 +76,8 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
     updated_at: isoTime(startedMs),
     ended_at: null,
     latency_ms: null,
+    resumed_from: input.resume?.pausedRunId ?? null,
+    resumed_by: null,
   });
   metrics.activeRuns.inc();
 
@@ -98,7 +104,12 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
 
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   const execute = async (): Promise<{ status: RunStatus; errorType: string | null; errorId: string | null }> => {
-    emit({ type: "message.start", thread_id: threadId, run_id: runId });
+    emit({
+      type: "message.start",
+      thread_id: threadId,
+      run_id: runId,
+      ...(input.resume ? { approval_id: input.resume.approvalId, decision: input.resume.decision } : {}),
+    });
     try {
       const persist = async (batch: readonly Message[]) => {
         // A stopped run writes nothing more (a lost lease may already belong to another run).
@@ -106,9 +117,17 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         await store.appendMessages(threadId, batch, isoTime(clock.now()));
       };
       const history = await store.getMessages(threadId);
-      const repairs = closeOpenToolCalls(history, ids);
-      const user: Message = { id: ids.messageId(), role: "user", content: input.message };
-      await persist([...repairs, user]);
+      let messages: Message[];
+      let resume: { calls: ToolCall[]; reason: string } | undefined;
+      if (input.resume) {
+        resume = waitingCalls(history);
+        messages = history;
+      } else {
+        const repairs = closeOpenToolCalls(history, ids);
+        const user: Message = { id: ids.messageId(), role: "user", content: input.message ?? "" };
+        await persist([...repairs, user]);
+        messages = [...history, ...repairs, user];
+      }
       const model = deps.model();
       const result = await runLoop({
         model,
@@ -119,13 +138,18 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         signal: controller.signal,
         ids,
         logger,
-        messages: [...history, ...repairs, user],
+        messages,
         emit,
         persist,
         toolContext: { principal: publicPrincipal(caller.principal), threadId, runId },
-        apiFor: deps.policyClient ? deps.policyClient.forRun({ runId, principal: caller.principal, signal: controller.signal, logger }) : () => noPolicyClient,
+        apiFor: deps.policyClient
+          ? deps.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
+          : () => noPolicyClient,
+        isPaused: (toolCallId) => deps.pauses.isPaused(runId, toolCallId),
+        ...(resume ? { resume } : {}),
       });
       Object.assign(usage, result.usage);
+      const waiting = result.status === "awaiting_approval" ? await pendingApprovals(deps, runId) : [];
       emit({
         type: "message.end",
         thread_id: threadId,
@@ -133,6 +157,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         usage: { ...usage },
         latency_ms: Math.round(performance.now() - started),
         status: result.status,
+        ...(waiting.length > 0 ? { approval: waiting[0], approvals: waiting } : {}),
       });
       return { status: result.status, errorType: null, errorId: null };
     } catch (error) {
@@ -167,6 +192,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
     } catch (error) {
       logger.warning("run record not updated", { error_type: error instanceof Error ? error.name : "Error" });
     }
+    deps.pauses.forget(runId);
     await deps.lease.release(lease).catch(() => {});
     logger.info("run ended", { status, latency_ms: latencyMs });
     return status;
@@ -176,6 +202,24 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
   deps.runs.add(registered);
   void done.finally(() => deps.runs.delete(registered));
   return { runId, cancel: () => stop("cancelled"), done };
+}
+
+/** The tool calls of the last tool turn that have no result yet: they waited for a decision. */
+function waitingCalls(history: readonly Message[]): { calls: ToolCall[]; reason: string } {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const m = history[i]!;
+    if (m.role !== "assistant" || !m.tool_calls?.length) continue;
+    const answered = new Set(history.slice(i + 1).flatMap((r) => (r.role === "tool" ? [r.tool_call_id] : [])));
+    return { calls: m.tool_calls.filter((c) => !answered.has(c.id)), reason: m.content };
+  }
+  return { calls: [], reason: "" };
+}
+
+/** This run's approvals, in the order they were asked, as the stream shows them. */
+async function pendingApprovals(deps: Deps, runId: string): Promise<PublicApproval[]> {
+  const ids = deps.pauses.approvalIds(runId);
+  const records = await Promise.all(ids.map((id) => deps.store.getApproval(id)));
+  return records.flatMap((r) => (r ? [publicApproval(r)] : []));
 }
 
 function errorEvent(code: SseErrorCode, message: string, errorId: string, runId: string): RunEvent {

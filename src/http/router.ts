@@ -5,6 +5,7 @@ import type { HttpEnv } from "./env.js";
 import { access } from "./middleware/access.js";
 import { errorHandler, notFoundHandler } from "./middleware/errors.js";
 import { requestId } from "./middleware/request-id.js";
+import { approvalRoutes } from "./routes/approvals.js";
 import { chatRoutes } from "./routes/chat.js";
 import { devRoutes } from "./routes/dev.js";
 import { probeRoutes } from "./routes/probes.js";
@@ -19,6 +20,7 @@ export function buildRouter(deps: Deps): Hono<HttpEnv> {
   app.route("/", probeRoutes(deps));
   app.route("/", chatRoutes(deps));
   app.route("/", threadRoutes(deps));
+  app.route("/", approvalRoutes(deps));
   if (deps.settings.dev) app.route("/", devRoutes(deps));
   return app;
 }

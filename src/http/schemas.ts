@@ -91,3 +91,27 @@ export const message = z
     error_id: z.string().optional(),
   })
   .meta({ title: "Message" });
+
+export const decisionSchema = z
+  .strictObject({
+    decision: z.enum(["approve", "reject"]),
+    comment: z
+      .string()
+      .max(1000)
+      .superRefine((s, ctx) => {
+        // eslint-disable-next-line no-control-regex
+        if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s))
+          ctx.addIssue({ code: "custom", message: "Comment must not contain control characters other than newline and tab", params: { type: "control_characters" } });
+        if (codePointLength(s) > 1000)
+          ctx.addIssue({ code: "custom", message: "String should have at most 1000 characters", params: { type: "string_too_long", ctx: { max_length: 1000 } } });
+      })
+      .optional(),
+    digest: z.string().max(80).optional().describe("sha256:<hex> of the call as shown; required of a relaying agent"),
+  })
+  .meta({ title: "ApprovalDecision" });
+
+export const listApprovalsQuery = z.object({
+  status: z.enum(["pending", "approved", "rejected", "expired"]).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  offset: z.coerce.number().int().min(0).default(0),
+});

@@ -10,7 +10,7 @@ import type { Clock } from "../clock.js";
 import { ApiCallError, ApiPolicyError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import type { ApiPolicy, Policy } from "./document.js";
-import type { ApprovalGate } from "./gate.js";
+import type { ApprovalGate, HeldCall } from "./gate.js";
 import { describeCall, judge, type JudgedCall } from "./judge.js";
 import { readRpcCall } from "./jsonrpc.js";
 import type { LabelIndex } from "./labels.js";
@@ -33,15 +33,25 @@ export interface PolicyClientOptions {
 }
 
 export interface RunScope {
+  readonly threadId: string;
   readonly runId: string;
   readonly principal: Principal;
   readonly signal: AbortSignal;
   readonly logger: Logger;
+  /** The run resumes after an approval decision. */
+  readonly resumed: boolean;
+}
+
+/** Which tool call the calls come from, and the model's words of that turn. */
+export interface ToolCallScope {
+  readonly tool: string;
+  readonly toolCallId: string;
+  readonly reason: string;
 }
 
 export interface PolicyClient {
-  /** A client for one run; `tool` names the tool the calls come from. */
-  forRun(scope: RunScope): (tool: string) => ApiClient;
+  /** A client for one run, then for one tool call of it. */
+  forRun(scope: RunScope): (call: ToolCallScope) => ApiClient;
 }
 
 export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
@@ -53,8 +63,8 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
   return {
     forRun(scope) {
       const calls = new Map<string, number>();
-      return (tool) => ({
-        request: (apiName, request) => send(options, scope, tool, calls, buckets, apiName, request),
+      return (toolCall) => ({
+        request: (apiName, request) => send(options, scope, toolCall, calls, buckets, apiName, request),
       });
     },
   };
@@ -63,7 +73,7 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
 async function send(
   options: PolicyClientOptions,
   scope: RunScope,
-  tool: string,
+  toolCall: ToolCallScope,
   calls: Map<string, number>,
   buckets: Map<string, TokenBucket>,
   apiName: string,
@@ -106,24 +116,27 @@ async function send(
   const verdict = judge(api, call);
   if (!verdict.allowed) throw new ApiPolicyError(`${verdict.reason}; nothing was sent`);
 
-  if (verdict.gate) {
-    if (!options.gate) throw new ApiPolicyError(`the call needs approval (API ${api.name}) and nothing here can hold it for a person; nothing was sent`);
-    await options.gate.hold(
-      {
-        api: api.name,
-        method,
-        path,
-        operationId: call.operationId ?? null,
-        rpcMethod: call.rpcMethod ?? null,
-        a2aOperation: call.a2aOperation ?? null,
-        query,
-        body: request.body,
-        redact: request.redact ?? [],
-        tool,
-      },
-      verdict.gate,
-      scope.signal,
-    );
+  let held: HeldCall = { api: api.name, method, path, operationId: call.operationId ?? null, rpcMethod: call.rpcMethod ?? null, a2aOperation: call.a2aOperation ?? null, query, body: request.body, redact: request.redact ?? [] };
+  let approvalId: string | undefined;
+  if (verdict.gate && !options.gate)
+    throw new ApiPolicyError(`the call needs approval (API ${api.name}) and nothing here can hold it for a person; nothing was sent`);
+  if (options.gate) {
+    const outcome = await options.gate.hold(held, verdict.gate, {
+      threadId: scope.threadId,
+      runId: scope.runId,
+      tool: toolCall.tool,
+      toolCallId: toolCall.toolCallId,
+      reason: toolCall.reason,
+      principal: scope.principal,
+      signal: scope.signal,
+      resumed: scope.resumed,
+    });
+    if (outcome.kind === "answered") return outcome.response;
+    if (outcome.kind === "send") {
+      // Exactly the recorded call: what the person saw and approved, not what the replay rebuilt.
+      held = outcome.call;
+      approvalId = outcome.approvalId;
+    }
   }
 
   const credential = credentialFor(options, api, scope.principal);
@@ -132,8 +145,10 @@ async function send(
   if (credential) headers.set(credential.header, credential.value);
   if (request.body !== undefined && !headers.has("content-type")) headers.set("Content-Type", "application/json");
   if (api.limits.maxResponseBytes !== undefined) headers.set("Accept-Encoding", "gzip, deflate");
-  const url = `${options.baseUrls.get(api.name)}${path}${queryString(query)}`;
-  return transmit(options, scope, api, call, url, method, headers, request);
+  const url = `${options.baseUrls.get(api.name)}${path}${queryString(held.query)}`;
+  const response = await transmit(options, scope, api, call, url, method, headers, request.path, held.body);
+  if (approvalId !== undefined) await options.gate?.answered(approvalId, response);
+  return response;
 }
 
 function credentialFor(options: PolicyClientOptions, api: ApiPolicy, principal: Principal): { header: string; value: string } | undefined {
@@ -173,10 +188,11 @@ async function transmit(
   url: string,
   method: string,
   headers: Headers,
-  request: ApiRequest,
+  template: string,
+  body: ApiRequest["body"],
 ): Promise<ApiResponse> {
   const started = performance.now();
-  const operation = call.operationId ?? request.path;
+  const operation = call.operationId ?? template;
   // One deadline for connecting and the whole answer (CONTRACT 5): a slow-drip upstream cannot hold a run.
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(new ApiCallError(`API ${api.name} did not answer within its timeout`)), api.timeouts.connect + api.timeouts.read);
@@ -189,7 +205,7 @@ async function transmit(
       headers,
       redirect: "manual",
       signal: deadline.signal,
-      ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     status = response.status;
     if ((status >= 300 && status < 400) || response.type === "opaqueredirect") {

@@ -3,10 +3,12 @@
  * exact call for a person. approvals/ implements it; app.ts wires the two, so policy/ never
  * imports upward.
  */
+import type { Principal } from "../auth/principal.js";
 import type { JsonValue } from "../json.js";
+import type { ApiResponse } from "./types.js";
 import type { Gate } from "./document.js";
 
-/** The call exactly as it would be sent, and as a person is shown it. */
+/** The call exactly as it would be sent. */
 export interface HeldCall {
   readonly api: string;
   readonly method: string;
@@ -15,16 +17,40 @@ export interface HeldCall {
   readonly operationId: string | null;
   readonly rpcMethod: string | null;
   readonly a2aOperation: "approve" | "reject" | null;
-  readonly query: readonly [string, string][];
+  readonly query: readonly (readonly [string, string])[];
   readonly body: JsonValue | undefined;
   readonly redact: readonly string[];
-  readonly tool: string;
 }
+
+/** Where the call comes from: the run, the tool call, and who asked. */
+export interface HoldContext {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly tool: string;
+  readonly toolCallId: string;
+  /** The model's words of the turn that made the call (unverified). */
+  readonly reason: string;
+  readonly principal: Principal;
+  readonly signal: AbortSignal;
+  /** The run resumes after a decision: its tool calls may already have approvals. */
+  readonly resumed: boolean;
+}
+
+export type HoldOutcome =
+  /** Not gated and nothing recorded for it: send as usual. */
+  | { readonly kind: "free" }
+  /** Approved and claimed: send exactly this recorded call, then report its answer. */
+  | { readonly kind: "send"; readonly call: HeldCall; readonly approvalId: string }
+  /** Approved and already sent by an earlier run: this is its answer. */
+  | { readonly kind: "answered"; readonly response: ApiResponse };
 
 export interface ApprovalGate {
   /**
-   * Resolves when the call may be sent (approved, and the current policy still gates it alike);
-   * throws ApiPolicyError when it was rejected or expired. May pause the run until a decision.
+   * Decides what happens to a gated call: records a pending approval and pauses the run (throws
+   * an error with code `paused`), or lets an approved call through once, or throws
+   * ApiPolicyError when it was rejected, expired or the policy changed while it waited.
    */
-  hold(call: HeldCall, gate: Gate, signal: AbortSignal): Promise<void>;
+  hold(call: HeldCall, gate: Gate | null, context: HoldContext): Promise<HoldOutcome>;
+  /** Keeps the answer of a sent approved call. */
+  answered(approvalId: string, response: ApiResponse): Promise<void>;
 }

@@ -83,7 +83,7 @@ export function queryPairs(query: ApiRequest["query"], pagination: { param: stri
   return pairs;
 }
 
-export function queryString(pairs: readonly [string, string][]): string {
+export function queryString(pairs: readonly (readonly [string, string])[]): string {
   if (pairs.length === 0) return "";
   return `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&")}`;
 }

@@ -3,6 +3,7 @@
  * types. Atomicity is part of the contract and is proven by the suites in test/contract/, run
  * against every adapter.
  */
+import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../approvals/types.js";
 import type { JsonValue } from "../json.js";
 
 export interface ThreadRow {
@@ -66,6 +67,9 @@ export interface RunRecord {
   readonly updated_at: string;
   readonly ended_at: string | null;
   readonly latency_ms: number | null;
+  /** A run resumed after an approval names the paused run; the paused run names its resumer. */
+  readonly resumed_from: string | null;
+  readonly resumed_by: string | null;
 }
 
 export interface ListThreadsQuery {
@@ -86,7 +90,7 @@ export interface Store {
   createThread(row: ThreadRow): Promise<{ created: boolean; row: ThreadRow }>;
   /** Most recently updated first, ties by id. */
   listThreads(query: ListThreadsQuery): Promise<ThreadRow[]>;
-  /** Deletes the thread and everything attached (messages, run records). False if unknown. */
+  /** Deletes the thread and everything attached (messages, run records, approvals). False if unknown. */
   deleteThread(threadId: string): Promise<boolean>;
 
   getMessages(threadId: string): Promise<Message[]>;
@@ -97,6 +101,22 @@ export interface Store {
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "run_id" | "thread_id">>): Promise<void>;
   getRun(runId: string): Promise<RunRecord | null>;
   listRuns(threadId: string): Promise<RunRecord[]>;
+
+  createApproval(approval: ApprovalRecord): Promise<void>;
+  getApproval(approvalId: string): Promise<ApprovalRecord | null>;
+  /** Newest first. */
+  listApprovals(query: ListApprovalsQuery): Promise<ApprovalRecord[]>;
+  /**
+   * Records a decision only while the approval is pending. Atomic: under concurrent calls for one
+   * approval exactly one caller gets the updated record, the others null.
+   */
+  decideApproval(approvalId: string, decision: ApprovalDecision): Promise<ApprovalRecord | null>;
+  /** Marks an approved call as being sent. Atomic: exactly one caller ever gets true. */
+  claimApprovalExecution(approvalId: string, at: string): Promise<boolean>;
+  /** Keeps the answer of the sent call for replays. */
+  recordApprovalResult(approvalId: string, result: NonNullable<ApprovalRecord["internal"]["result"]>): Promise<void>;
+  /** Pending approvals whose `expires_at` is at or before `now` (ISO). */
+  dueApprovals(now: string): Promise<ApprovalRecord[]>;
 
   /** Resolves when the store answers; throws when it cannot (readiness). */
   ping(): Promise<void>;

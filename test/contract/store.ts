@@ -53,6 +53,8 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
       updated_at: at(1),
       ended_at: null,
       latency_ms: null,
+      resumed_from: null,
+      resumed_by: null,
       ...fields,
     });
 

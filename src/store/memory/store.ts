@@ -1,4 +1,5 @@
 /** In-process Store: the default adapter and the reference the contract suite holds others to. */
+import type { ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
 import type { ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
 
 interface ThreadEntry {
@@ -10,6 +11,7 @@ interface ThreadEntry {
 export function createMemoryStore(): Store {
   const threads = new Map<string, ThreadEntry>();
   const runs = new Map<string, RunRecord>();
+  const approvals = new Map<string, ApprovalRecord>();
 
   return {
     async getThread(threadId) {
@@ -39,6 +41,7 @@ export function createMemoryStore(): Store {
       const entry = threads.get(threadId);
       if (!entry) return false;
       for (const runId of entry.runs) runs.delete(runId);
+      for (const [id, a] of approvals) if (a.thread_id === threadId) approvals.delete(id);
       threads.delete(threadId);
       return true;
     },
@@ -65,6 +68,54 @@ export function createMemoryStore(): Store {
     async listRuns(threadId) {
       const ids = threads.get(threadId)?.runs ?? new Set<string>();
       return [...ids].flatMap((id) => runs.get(id) ?? []);
+    },
+    async createApproval(approval) {
+      approvals.set(approval.approval_id, approval);
+    },
+    async getApproval(approvalId) {
+      return approvals.get(approvalId) ?? null;
+    },
+    async listApprovals(query: ListApprovalsQuery) {
+      const out: ApprovalRecord[] = [];
+      for (const a of approvals.values()) {
+        if (query.thread_id !== undefined && a.thread_id !== query.thread_id) continue;
+        if (query.run_id !== undefined && a.run_id !== query.run_id) continue;
+        if (query.status !== undefined && a.status !== query.status) continue;
+        const v = query.visibleTo;
+        if (v && a.requester !== v.requester && !v.roles.some((r) => a.approvers.includes(`role:${r}`))) continue;
+        out.push(a);
+      }
+      out.sort((a, b) => (a.created_at === b.created_at ? (a.approval_id < b.approval_id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+      return out.slice(query.offset, query.offset + query.limit);
+    },
+    async decideApproval(approvalId, d) {
+      const a = approvals.get(approvalId);
+      if (!a || a.status !== "pending") return null;
+      const next: ApprovalRecord = {
+        ...a,
+        status: d.status,
+        decided_by: d.decided_by,
+        decided_via: d.decided_via,
+        decided_at: d.decided_at,
+        comment: d.comment,
+        ...(d.dropCall ? { query: null, body: null } : {}),
+      };
+      approvals.set(approvalId, next);
+      return next;
+    },
+    async claimApprovalExecution(approvalId, at) {
+      const a = approvals.get(approvalId);
+      if (!a || a.status !== "approved" || a.internal.executed_at !== null) return false;
+      approvals.set(approvalId, { ...a, internal: { ...a.internal, executed_at: at } });
+      return true;
+    },
+    async recordApprovalResult(approvalId, result) {
+      const a = approvals.get(approvalId);
+      // The exact call is no longer needed once sent: keep only its answer.
+      if (a) approvals.set(approvalId, { ...a, internal: { ...a.internal, result, call: { query: [], body: undefined } } });
+    },
+    async dueApprovals(now) {
+      return [...approvals.values()].filter((a) => a.status === "pending" && a.expires_at <= now);
     },
     async ping() {},
     async close() {},

@@ -1,0 +1,93 @@
+/**
+ * Who may decide an approval (spec 5.7) and how a decision is recorded (3.2): once, atomically,
+ * with every refusal answered before anything changes.
+ */
+import type { Caller } from "../auth/caller.js";
+import { isoTime } from "../clock.js";
+import type { Deps } from "../deps.js";
+import { HttpError } from "../problems.js";
+import type { ThreadRow } from "../store/ports.js";
+import type { ApprovalRecord } from "./types.js";
+
+export interface DecisionRequest {
+  readonly decision: "approve" | "reject";
+  readonly comment?: string | undefined;
+  readonly digest?: string | undefined;
+}
+
+const approvalError = (status: number, code: string, detail: string, extra: Record<string, unknown> = {}) =>
+  new HttpError(status === 404 ? "not_found" : status === 403 ? "forbidden" : status === 410 ? "gone" : "conflict", status, { code, detail, ...extra });
+
+/** Null when the caller may decide; otherwise the refusal code. */
+export function refusalToDecide(caller: Caller, approval: ApprovalRecord, thread: ThreadRow): "not_an_approver" | "approval_direct_only" | null {
+  const requester = approval.requester === caller.hash;
+  const actor = caller.principal.actor;
+  if (actor) {
+    // A delegated principal never decides as a role approver; it relays the requester's
+    // decision only where the rule says so and through the agent that started the thread.
+    if (!requester || !approval.approvers.includes("requester")) return "not_an_approver";
+    if (approval.decide_with !== "relayed") return "approval_direct_only";
+    if (thread.actor !== actor.id || !approval.relayers.includes(actor.id)) return "approval_direct_only";
+    return null;
+  }
+  if (requester) return approval.approvers.includes("requester") ? null : "not_an_approver";
+  const roles = caller.principal.roles;
+  return approval.approvers.some((a) => a.startsWith("role:") && roles.includes(a.slice(5))) ? null : "not_an_approver";
+}
+
+/** Marks the approval expired if its time has passed. Returns the record as it now stands. */
+export async function expireIfDue(deps: Deps, approval: ApprovalRecord): Promise<ApprovalRecord> {
+  const now = isoTime(deps.clock.now());
+  if (approval.status !== "pending" || approval.expires_at > now) return approval;
+  const expired = await deps.store.decideApproval(approval.approval_id, {
+    status: "expired",
+    decided_by: null,
+    decided_via: null,
+    decided_at: now,
+    comment: null,
+    dropCall: deps.settings.TRACE_CAPTURE !== "full",
+  });
+  if (expired) {
+    deps.metrics.approvals.inc({ event: "expired" });
+    deps.logger.info("approval expired", { approval_id: approval.approval_id, thread_id: approval.thread_id });
+    return expired;
+  }
+  return (await deps.store.getApproval(approval.approval_id)) ?? approval;
+}
+
+export async function recordDecision(
+  deps: Deps,
+  caller: Caller,
+  thread: ThreadRow,
+  approvalId: string,
+  request: DecisionRequest,
+): Promise<ApprovalRecord> {
+  let approval = await deps.store.getApproval(approvalId);
+  if (!approval || approval.thread_id !== thread.thread_id) throw approvalError(404, "approval_not_found", "No such approval on this thread.");
+  const refusal = refusalToDecide(caller, approval, thread);
+  if (refusal === "not_an_approver") throw approvalError(403, refusal, "You are not an approver of this call.");
+  if (refusal === "approval_direct_only") throw approvalError(403, refusal, "This approval is decided directly by the person, not through an agent.");
+
+  approval = await expireIfDue(deps, approval);
+  const notPending = (a: ApprovalRecord) =>
+    a.status === "expired"
+      ? approvalError(410, "approval_expired", "The approval expired; the call was not sent.")
+      : approvalError(409, "approval_not_pending", `The approval is already ${a.status}.`, { status: a.status });
+  if (approval.status !== "pending") throw notPending(approval);
+  const relayed = caller.principal.actor !== null;
+  if ((relayed && request.digest === undefined) || (request.digest !== undefined && request.digest !== approval.digest))
+    throw approvalError(409, "approval_digest_mismatch", "The decision does not name this call's digest.");
+
+  const decided = await deps.store.decideApproval(approvalId, {
+    status: request.decision === "approve" ? "approved" : "rejected",
+    decided_by: caller.hash,
+    decided_via: relayed ? (caller.principal.actor?.id ?? null) : null,
+    decided_at: isoTime(deps.clock.now()),
+    comment: request.comment ?? null,
+    dropCall: deps.settings.TRACE_CAPTURE !== "full",
+  });
+  if (!decided) throw notPending((await deps.store.getApproval(approvalId)) ?? approval);
+  deps.metrics.approvals.inc({ event: decided.status });
+  deps.logger.info("approval decided", { approval_id: approvalId, thread_id: thread.thread_id, status: decided.status });
+  return decided;
+}

@@ -1,0 +1,156 @@
+/**
+ * The approval gate (spec 2.7, 3.2): a gated call becomes a pending approval and the run pauses;
+ * the run resumes after the last decision and the tool runs again. When it makes the same call
+ * (same tool call, same digest) the decision applies: approved sends exactly the recorded call,
+ * once (claimed atomically, its answer kept for any later replay); rejected or expired sends
+ * nothing; a policy that changed while the call waited sends nothing either.
+ */
+import type { PrincipalHasher } from "../auth/hashing.js";
+import { type Clock, isoTime } from "../clock.js";
+import { ApiPolicyError, RunPaused } from "../errors.js";
+import type { Ids } from "../ids.js";
+import type { JsonValue } from "../json.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Gate } from "../policy/document.js";
+import type { ApprovalGate, HeldCall, HoldContext, HoldOutcome } from "../policy/gate.js";
+import type { Store } from "../store/ports.js";
+import { approvalDigest, redactValue, shownQuery } from "./digest.js";
+import type { ApprovalRecord } from "./types.js";
+
+/** Tool calls of each run that wait for approvals (the loop reads it after the tools ran). */
+export class PauseBook {
+  private readonly runs = new Map<string, Map<string, string[]>>();
+  add(runId: string, toolCallId: string, approvalId: string): void {
+    let calls = this.runs.get(runId);
+    if (!calls) this.runs.set(runId, (calls = new Map()));
+    const ids = calls.get(toolCallId) ?? [];
+    if (!ids.includes(approvalId)) ids.push(approvalId);
+    calls.set(toolCallId, ids);
+  }
+  isPaused(runId: string, toolCallId: string): boolean {
+    return this.runs.get(runId)?.has(toolCallId) ?? false;
+  }
+  approvalIds(runId: string): string[] {
+    return [...(this.runs.get(runId)?.values() ?? [])].flat();
+  }
+  forget(runId: string): void {
+    this.runs.delete(runId);
+  }
+}
+
+export interface ApprovalGateDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  readonly metrics: Metrics;
+  readonly hashPrincipal: PrincipalHasher;
+  readonly pauses: PauseBook;
+  /** TRACE_CAPTURE=full keeps the shown query and body after the decision. */
+  readonly keepDecidedCalls: boolean;
+}
+
+const REASON_MAX = 1000;
+
+export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
+  const { store, clock, ids, metrics, pauses } = deps;
+
+  return {
+    async hold(call: HeldCall, gate: Gate | null, ctx: HoldContext): Promise<HoldOutcome> {
+      if (!gate && !ctx.resumed) return { kind: "free" };
+      const shown = {
+        api: call.api,
+        method: call.method,
+        path: call.path,
+        operation_id: call.operationId,
+        rpc_method: call.rpcMethod,
+        a2a_operation: call.a2aOperation,
+        query: redactQuery(shownQuery(call.query), call.redact),
+        body: redactValue(call.body ?? null, call.redact),
+      };
+      const digest = await approvalDigest(shown);
+      const existing = (await store.listApprovals({ thread_id: ctx.threadId, limit: 10_000, offset: 0 })).find(
+        (a) => a.internal.tool_call_id === ctx.toolCallId && a.digest === digest,
+      );
+
+      if (!existing) {
+        if (!gate) return { kind: "free" };
+        const now = clock.now();
+        const record: ApprovalRecord = {
+          approval_id: ids.runId(),
+          thread_id: ctx.threadId,
+          run_id: ctx.runId,
+          status: "pending",
+          ...shown,
+          tool: ctx.tool,
+          reason: `${ctx.tool}: ${ctx.reason}`.slice(0, REASON_MAX),
+          approvers: gate.approvers,
+          requester: await deps.hashPrincipal(ctx.principal.id),
+          requester_actor: ctx.principal.actor?.id ?? null,
+          decide_with: gate.decideWith,
+          relayers: gate.relayers,
+          decided_by: null,
+          decided_via: null,
+          digest,
+          nested: null,
+          effect: null,
+          created_at: isoTime(now),
+          expires_at: isoTime(now + gate.timeoutS * 1000),
+          decided_at: null,
+          comment: null,
+          internal: {
+            tool_call_id: ctx.toolCallId,
+            gate_key: gate.key,
+            call: { query: call.query, body: call.body },
+            requester_principal: {
+              id: ctx.principal.id,
+              roles: ctx.principal.roles,
+              attributes: ctx.principal.attributes,
+              actor: ctx.principal.actor,
+            },
+            executed_at: null,
+            result: null,
+          },
+        };
+        await store.createApproval(record);
+        metrics.approvals.inc({ event: "requested" });
+        pauses.add(ctx.runId, ctx.toolCallId, record.approval_id);
+        throw new RunPaused();
+      }
+
+      switch (existing.status) {
+        case "pending":
+          pauses.add(ctx.runId, ctx.toolCallId, existing.approval_id);
+          throw new RunPaused();
+        case "rejected":
+          throw new ApiPolicyError(`not approved: the call was rejected${existing.comment ? ` with the comment: ${existing.comment}` : ""}; nothing was sent`);
+        case "expired":
+          throw new ApiPolicyError("not approved: the approval expired before anyone decided; nothing was sent");
+        case "approved": {
+          const result = existing.internal.result;
+          if (result) return { kind: "answered", response: result };
+          if (!gate || gate.key !== existing.internal.gate_key)
+            throw new ApiPolicyError("the API policy changed while the call waited for approval (it no longer gates the call the same way); nothing was sent; ask again");
+          if (!(await store.claimApprovalExecution(existing.approval_id, isoTime(clock.now()))))
+            throw new ApiPolicyError("the approved call was already sent once; it is not sent again");
+          return {
+            kind: "send",
+            approvalId: existing.approval_id,
+            call: { ...call, query: existing.internal.call.query, body: existing.internal.call.body },
+          };
+        }
+      }
+    },
+    async answered(approvalId, response) {
+      await store.recordApprovalResult(approvalId, response);
+    },
+  };
+}
+
+function redactQuery(query: Record<string, string | string[]>, redact: readonly string[]): Record<string, string | string[]> {
+  if (redact.length === 0) return query;
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(query)) out[k] = redact.includes(k) ? "<redacted>" : v;
+  return out;
+}
+
+export type { JsonValue };

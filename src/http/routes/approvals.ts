@@ -1,0 +1,86 @@
+/** Approval routes (spec 4.3): the thread's approvals, approvals across threads, deciding. */
+import { Hono } from "hono";
+import { type Caller, ownsThread } from "../../auth/caller.js";
+import { expireIfDue, recordDecision } from "../../approvals/decide.js";
+import { resumeAfterDecision } from "../../approvals/resume.js";
+import type { ApprovalRecord } from "../../approvals/types.js";
+import { publicApproval } from "../../approvals/view.js";
+import type { Deps } from "../../deps.js";
+import { forbidden, notFound } from "../../problems.js";
+import type { ThreadRow } from "../../store/ports.js";
+import { readJsonBody } from "../body.js";
+import type { HttpEnv } from "../env.js";
+import { requireAuth } from "../middleware/auth.js";
+import { decisionSchema, listApprovalsQuery, threadId } from "../schemas.js";
+import { createSseStream, SSE_HEADERS } from "../sse.js";
+import { parseOrThrow } from "../validation.js";
+
+const threadIdSchema = threadId();
+const ALL = 10_000;
+
+/** Roles a caller may decide with: a delegated principal's roles never decide or read across. */
+const decidingRoles = (caller: Caller) => (caller.principal.actor ? [] : caller.principal.roles);
+const decides = (caller: Caller, a: ApprovalRecord) => decidingRoles(caller).some((r) => a.approvers.includes(`role:${r}`));
+
+export function approvalRoutes(deps: Deps) {
+  const { store, settings } = deps;
+  const full = settings.TRACE_CAPTURE === "full";
+
+  const loadThread = async (id: string): Promise<ThreadRow> => {
+    parseOrThrow(threadIdSchema, id, "path");
+    const row = await store.getThread(id);
+    if (!row) throw notFound("Thread not found.");
+    return row;
+  };
+  /** Owners and deciders see the call while pending; read-across readers only under TRACE_CAPTURE=full. */
+  const view = (caller: Caller, a: ApprovalRecord, owner: boolean) =>
+    publicApproval(a, owner || a.requester === caller.hash || decides(caller, a) || full);
+  const fresh = (list: ApprovalRecord[]) => Promise.all(list.map((a) => expireIfDue(deps, a)));
+
+  return new Hono<HttpEnv>()
+    .get("/threads/:thread_id/approvals", requireAuth(deps, "approval.read"), async (c) => {
+      const caller = c.get("caller");
+      const thread = await loadThread(c.req.param("thread_id"));
+      const owner = ownsThread(caller, thread);
+      const all = await fresh(await store.listApprovals({ thread_id: thread.thread_id, limit: ALL, offset: 0 }));
+      if (owner || caller.readAcross) return c.json(all.map((a) => view(caller, a, owner)));
+      const mine = all.filter((a) => decides(caller, a));
+      if (mine.length === 0) throw forbidden("This thread belongs to another principal.");
+      return c.json(mine.map((a) => view(caller, a, false)));
+    })
+    .get("/approvals", requireAuth(deps, "approval.read"), async (c) => {
+      const caller = c.get("caller");
+      const q = parseOrThrow(listApprovalsQuery, c.req.query(), "query");
+      const rows = await store.listApprovals({
+        limit: q.limit,
+        offset: q.offset,
+        ...(q.status ? { status: q.status } : {}),
+        ...(caller.readAcross ? {} : { visibleTo: { requester: caller.hash, roles: decidingRoles(caller) } }),
+      });
+      const actor = caller.principal.actor?.id;
+      const visible = actor === undefined ? rows : rows.filter((a) => a.requester_actor === actor);
+      return c.json((await fresh(visible)).map((a) => view(caller, a, a.requester === caller.hash)));
+    })
+    .post("/threads/:thread_id/approvals/:approval_id", requireAuth(deps, "approval.decide"), async (c) => {
+      const caller = c.get("caller");
+      const thread = await loadThread(c.req.param("thread_id"));
+      const body = parseOrThrow(decisionSchema, await readJsonBody(c.req.raw, settings.MAX_REQUEST_BYTES), "body");
+      const decided = await recordDecision(deps, caller, thread, c.req.param("approval_id"), body);
+
+      const sse = createSseStream({ heartbeatMs: settings.SSE_HEARTBEAT_S * 1000, onCancel: () => run?.cancel() });
+      let run: { cancel(): void } | undefined;
+      const outcome = await resumeAfterDecision(deps, { approval: decided, decision: body.decision, decider: caller, emit: sse.send, logger: c.get("logger") });
+      if (outcome.kind !== "started") {
+        sse.close();
+        const pending = await store.listApprovals({ run_id: decided.run_id, status: "pending", limit: ALL, offset: 0 });
+        return c.json({
+          approval: view(caller, decided, ownsThread(caller, thread)),
+          pending: pending.map((a) => view(caller, a, ownsThread(caller, thread))),
+          resumed: false,
+        });
+      }
+      run = outcome.run;
+      c.set("streamDone", outcome.run.done.finally(() => sse.close()));
+      return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
+    });
+}
