@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isoTime } from "../../src/clock.js";
+import type { ApprovalRecord } from "../../src/approvals/types.js";
 import type { Message, RunRecord, Store, ThreadRow } from "../../src/store/ports.js";
 
 export interface StoreFixture {
@@ -304,6 +305,101 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         const fresh = thread("again", { owner: `${tag}-other` });
         expect(await store.createThread(fresh)).toEqual({ created: true, row: fresh });
         expect(await store.getMessages(row.thread_id)).toEqual([]);
+      });
+    });
+
+    describe("approvals", () => {
+      const approval = (suffix: string, threadId: string, fields: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
+        approval_id: `${tag}-ap-${suffix}`,
+        thread_id: threadId,
+        run_id: `${tag}-run-1`,
+        status: "pending",
+        api: "orders",
+        method: "POST",
+        path: "/orders",
+        operation_id: null,
+        rpc_method: null,
+        a2a_operation: null,
+        query: { a: "1" },
+        body: { item: "x" },
+        tool: "t",
+        reason: "t: because",
+        approvers: ["requester", "role:admin"],
+        requester: `${tag}-owner`,
+        requester_actor: null,
+        decide_with: "direct",
+        relayers: [],
+        decided_by: null,
+        decided_via: null,
+        digest: "sha256:00",
+        nested: null,
+        effect: null,
+        created_at: at(1),
+        expires_at: at(100),
+        decided_at: null,
+        comment: null,
+        internal: {
+          tool_call_id: "call_1",
+          gate_key: "k",
+          call: { query: [["a", "1"]], body: { item: "x", card: "secret" } },
+          requester_principal: { id: "alice", roles: [], attributes: {}, actor: null },
+          executed_at: null,
+          result: null,
+        },
+        ...fields,
+      });
+      const decision = { status: "approved" as const, decided_by: "d", decided_via: null, decided_at: at(2), comment: "ok", dropCall: true };
+
+      it("creates, reads, lists newest first with filters and visibility", async () => {
+        const row = thread("ap");
+        await store.createThread(row);
+        await store.createApproval(approval("1", row.thread_id, { created_at: at(1) }));
+        await store.createApproval(approval("2", row.thread_id, { created_at: at(2), approvers: ["role:ops"], requester: "other" }));
+        expect((await store.getApproval(`${tag}-ap-1`))!.internal.call.body).toEqual({ item: "x", card: "secret" });
+        const all = await store.listApprovals({ thread_id: row.thread_id, limit: 10, offset: 0 });
+        expect(all.map((a) => a.approval_id)).toEqual([`${tag}-ap-2`, `${tag}-ap-1`]);
+        const mine = await store.listApprovals({ thread_id: row.thread_id, limit: 10, offset: 0, visibleTo: { requester: `${tag}-owner`, roles: [] } });
+        expect(mine.map((a) => a.approval_id)).toEqual([`${tag}-ap-1`]);
+        const ops = await store.listApprovals({ thread_id: row.thread_id, limit: 10, offset: 0, visibleTo: { requester: "nobody", roles: ["ops"] } });
+        expect(ops.map((a) => a.approval_id)).toEqual([`${tag}-ap-2`]);
+        expect(await store.listApprovals({ thread_id: row.thread_id, status: "approved", limit: 10, offset: 0 })).toEqual([]);
+        expect((await store.listApprovals({ thread_id: row.thread_id, limit: 1, offset: 1 })).map((a) => a.approval_id)).toEqual([`${tag}-ap-1`]);
+      });
+
+      it("records a decision once under 20 concurrent deciders, dropping the shown call when asked", async () => {
+        const row = thread("ap2");
+        await store.createThread(row);
+        await store.createApproval(approval("1", row.thread_id));
+        const results = await Promise.all(Array.from({ length: 20 }, () => store.decideApproval(`${tag}-ap-1`, decision)));
+        expect(results.filter((r) => r !== null)).toHaveLength(1);
+        const stored = (await store.getApproval(`${tag}-ap-1`))!;
+        expect(stored).toMatchObject({ status: "approved", decided_by: "d", comment: "ok", query: null, body: null });
+        expect(await store.decideApproval(`${tag}-ap-1`, { ...decision, status: "rejected" })).toBeNull();
+      });
+
+      it("claims execution exactly once, only when approved, and keeps the answer", async () => {
+        const row = thread("ap3");
+        await store.createThread(row);
+        await store.createApproval(approval("1", row.thread_id));
+        expect(await store.claimApprovalExecution(`${tag}-ap-1`, at(3))).toBe(false);
+        await store.decideApproval(`${tag}-ap-1`, decision);
+        const claims = await Promise.all(Array.from({ length: 20 }, () => store.claimApprovalExecution(`${tag}-ap-1`, at(3))));
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        await store.recordApprovalResult(`${tag}-ap-1`, { status: 201, headers: {}, body: { ok: true } });
+        const stored = (await store.getApproval(`${tag}-ap-1`))!;
+        expect(stored.internal.result).toEqual({ status: 201, headers: {}, body: { ok: true } });
+        expect(stored.internal.executed_at).toBe(at(3));
+      });
+
+      it("lists due pending approvals and deletes approvals with their thread", async () => {
+        const row = thread("ap4");
+        await store.createThread(row);
+        await store.createApproval(approval("1", row.thread_id, { expires_at: at(5) }));
+        await store.createApproval(approval("2", row.thread_id, { expires_at: at(50) }));
+        const due = (await store.dueApprovals(at(10))).filter((a) => a.thread_id === row.thread_id);
+        expect(due.map((a) => a.approval_id)).toEqual([`${tag}-ap-1`]);
+        await store.deleteThread(row.thread_id);
+        expect(await store.getApproval(`${tag}-ap-1`)).toBeNull();
       });
     });
 
