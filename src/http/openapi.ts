@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import type { Settings } from "../settings/parse.js";
-import { chatRequestSchema, listThreadsQuery, message, threadId, threadRow } from "./schemas.js";
+import { chatRequestSchema, decisionSchema, listApprovalsQuery, listThreadsQuery, message, threadId, threadRow } from "./schemas.js";
 
 const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: "input", unrepresentable: "any", target: "draft-2020-12" });
 
@@ -17,9 +17,60 @@ const responses = (extra: Record<string, string>) =>
     ]),
   );
 
+/** Approval refusals name a `code` (spec 7.1); several codes can share one status. A plain refusal of the same status (unknown or foreign thread) has `detail` alone. */
+const codedError = (codes: readonly string[], extra: Record<string, unknown> = {}) => ({
+  type: "object",
+  properties: { code: { type: "string", enum: codes }, detail: { type: "string" }, ...extra },
+  required: ["detail"],
+});
+const coded = (description: string, codes: readonly string[], extra: Record<string, unknown> = {}) => ({
+  description,
+  content: { "application/json": { schema: codedError(codes, extra) } },
+});
+
+/** The approval object of spec 2.3 as readers see it (query and body null when hidden or dropped). */
+const approvalObject = {
+  title: "Approval",
+  type: "object",
+  properties: {
+    approval_id: { type: "string" },
+    thread_id: { type: "string" },
+    run_id: { type: "string" },
+    status: { type: "string", enum: ["pending", "approved", "rejected", "expired"] },
+    api: { type: "string" },
+    method: { type: "string" },
+    path: { type: "string", description: "The call's path with ids filled in." },
+    operation_id: { type: ["string", "null"] },
+    rpc_method: { type: ["string", "null"] },
+    a2a_operation: { enum: ["approve", "reject", null] },
+    query: { type: ["object", "null"], additionalProperties: { anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }] }, description: "Masked fields masked; null when hidden or dropped once decided." },
+    body: { description: "The call's JSON body, masked fields masked; null when hidden or dropped once decided." },
+    tool: { type: "string" },
+    reason: { type: "string", description: "The tool name followed by the model's text (unverified)." },
+    approvers: { type: "array", items: { type: "string" }, description: "`requester` and/or `role:<name>`." },
+    requester: { type: "string", description: "Hashed principal id." },
+    requester_actor: { type: ["string", "null"] },
+    decide_with: { type: "string", enum: ["direct", "relayed"] },
+    relayers: { type: "array", items: { type: "string" } },
+    decided_by: { type: ["string", "null"], description: "Hashed principal id." },
+    decided_via: { type: ["string", "null"] },
+    digest: { type: "string", description: "sha256:<hex> of the call as shown." },
+    nested: {},
+    effect: {},
+    created_at: { type: "string" },
+    expires_at: { type: "string" },
+    decided_at: { type: ["string", "null"] },
+    comment: { type: ["string", "null"] },
+  },
+  required: ["approval_id", "thread_id", "run_id", "status", "api", "method", "path", "tool", "reason", "approvers", "digest", "created_at", "expires_at"],
+};
+const approvalList = { type: "array", items: approvalObject };
+
 export function openApiDocument(settings: Settings): Record<string, unknown> {
   const threadParam = { name: "thread_id", in: "path", required: true, schema: json(threadId()) };
   const query = json(listThreadsQuery) as { properties: Record<string, unknown> };
+  const approvalsQuery = json(listApprovalsQuery) as { properties: Record<string, unknown> };
+  const approvalParam = { name: "approval_id", in: "path", required: true, schema: { type: "string" } };
   return {
     openapi: "3.1.0",
     info: { title: "Agent service", version: settings.AGENT_VERSION, description: "One conversational agent behind an HTTP API. Chat streams server-sent events." },
@@ -33,7 +84,10 @@ export function openApiDocument(settings: Settings): Record<string, unknown> {
           requestBody: { required: true, content: { "application/json": { schema: json(chatRequestSchema(settings)) } } },
           responses: {
             "200": { description: "Events message.start, message.delta, tool.call, tool.result, message.end or error.", content: { "text/event-stream": { schema: { type: "string" } } } },
-            ...responses({ "409": "thread_busy: a run is in progress on the thread.", "413": "Body over MAX_REQUEST_BYTES." }),
+            ...responses({ "413": "Body over MAX_REQUEST_BYTES." }),
+            "409": coded("thread_busy: a run is in progress on the thread; approval_pending: the thread waits for a decision (`approvals` lists the waiting calls).", ["thread_busy", "approval_pending"], {
+              approvals: approvalList,
+            }),
           },
         },
       },
@@ -59,6 +113,50 @@ export function openApiDocument(settings: Settings): Record<string, unknown> {
           "x-auth-action": "thread.delete",
           parameters: [threadParam],
           responses: { "204": { description: "Deleted." }, ...responses({ "404": "Unknown thread.", "409": "thread_busy: a run is in progress." }) },
+        },
+      },
+      "/threads/{thread_id}/approvals": {
+        get: {
+          summary: "The thread's approvals, newest first: all for the owner and read-across roles, the ones a decider may decide otherwise.",
+          "x-auth-action": "approval.read",
+          parameters: [threadParam],
+          responses: { "200": { description: "Approvals.", content: { "application/json": { schema: approvalList } } }, ...responses({ "404": "Unknown thread." }) },
+        },
+      },
+      "/approvals": {
+        get: {
+          summary: "Approvals across threads the caller may see, newest first: its own, those naming one of its roles, all for read-across roles.",
+          "x-auth-action": "approval.read",
+          parameters: Object.entries(approvalsQuery.properties).map(([name, schema]) => ({ name, in: "query", required: false, schema })),
+          responses: { "200": { description: "Approvals; each carries its thread_id.", content: { "application/json": { schema: approvalList } } }, ...responses({}) },
+        },
+      },
+      "/threads/{thread_id}/approvals/{approval_id}": {
+        post: {
+          summary: "Decide a waiting call. After the run's last decision the resumed run streams as server-sent events.",
+          "x-auth-action": "approval.decide",
+          parameters: [threadParam, approvalParam],
+          requestBody: { required: true, content: { "application/json": { schema: json(decisionSchema) } } },
+          responses: {
+            "200": {
+              description:
+                "The resumed run: events as on /chat, its message.start adding approval_id and decision. Or JSON `{approval, pending, resumed: false}` when other approvals of the run still wait (or the run was not resumed here).",
+              content: {
+                "text/event-stream": { schema: { type: "string" } },
+                "application/json": {
+                  schema: { type: "object", properties: { approval: approvalObject, pending: approvalList, resumed: { const: false } }, required: ["approval", "pending", "resumed"] },
+                },
+              },
+            },
+            ...responses({}),
+            "403": coded("not_an_approver: the caller may not decide this call; approval_direct_only: decided by the person, not through an agent. Without a code: not permitted, or the thread belongs to another principal.", ["not_an_approver", "approval_direct_only"]),
+            "404": coded("approval_not_found: no such approval on this thread. Without a code: unknown thread.", ["approval_not_found"]),
+            "409": coded("approval_not_pending: decided already (`status` names it); approval_digest_mismatch: the decision named no or another digest.", ["approval_not_pending", "approval_digest_mismatch"], {
+              status: { type: "string", enum: ["approved", "rejected", "expired"] },
+            }),
+            "410": coded("approval_expired: the approval expired (counts as rejected); the call was not sent.", ["approval_expired"]),
+            "413": { description: "Body over MAX_REQUEST_BYTES.", content: { "application/json": { schema: errorBody } } },
+          },
         },
       },
       "/health": { get: { summary: "Liveness.", security: [], responses: { "200": { description: "`{status: 'ok', runtime, checkpointer}`" } } } },

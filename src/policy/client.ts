@@ -11,11 +11,11 @@ import { ApiCallError, ApiPolicyError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import type { ApiPolicy, Policy } from "./document.js";
 import type { ApprovalGate, HeldCall } from "./gate.js";
-import { describeCall, judge, type JudgedCall } from "./judge.js";
+import { describeSegments, judge, type JudgedCall } from "./judge.js";
 import { readRpcCall } from "./jsonrpc.js";
 import type { LabelIndex } from "./labels.js";
 import { TokenBucket } from "./limits.js";
-import { fillTemplate, PathError, pathProblem } from "./paths.js";
+import { PathError, type ResolvedPath, resolvePath } from "./paths.js";
 import type { ApiClient, ApiRequest, ApiResponse } from "./types.js";
 import { checkBody, parseAnswer, queryPairs, queryString, readAnswer, toolHeaders } from "./wire.js";
 
@@ -84,17 +84,15 @@ async function send(
   const method = typeof request.method === "string" ? request.method.toUpperCase() : "";
   if (!/^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/.test(method)) throw new ApiPolicyError("the method is not an HTTP method the policy knows; nothing was sent");
 
-  const templateProblem = pathProblem(request.path, "template");
-  if (templateProblem) throw new ApiPolicyError(`the path is refused: it ${templateProblem}; nothing was sent`);
-  let path: string;
+  if (typeof request.path !== "string") throw new ApiPolicyError("the path must be text; nothing was sent");
+  let resolved: ResolvedPath;
   try {
-    path = fillTemplate(request.path, request.pathParams);
+    resolved = resolvePath(request.path, request.pathParams);
   } catch (error) {
     if (error instanceof PathError) throw new ApiPolicyError(`${error.message}; nothing was sent`);
     throw error;
   }
-  const concreteProblem = pathProblem(path, "concrete");
-  if (concreteProblem) throw new ApiPolicyError(`the path is refused as concrete: it ${concreteProblem}; nothing was sent`);
+  const { path } = resolved;
 
   const headers = toolHeaders(request.headers);
   const query = queryPairs(request.query, api.pagination);
@@ -110,7 +108,7 @@ async function send(
     a2aOperation = reading.a2aOperation;
   }
 
-  const call = describeCall(method, path, { operationId: request.operationId, rpcMethod, a2aOperation });
+  const call = describeSegments(method, resolved.segments, { operationId: request.operationId, rpcMethod, a2aOperation });
   if (call.operationId !== undefined && !options.labels.fits(api.name, call))
     throw new ApiPolicyError(`operation_id ${call.operationId} does not match the request sent; nothing was sent`);
   const verdict = judge(api, call);
@@ -142,9 +140,10 @@ async function send(
   const credential = credentialFor(options, api, scope.principal);
   takeLimits(api, calls, buckets);
 
-  if (credential) headers.set(credential.header, credential.value);
-  if (request.body !== undefined && !headers.has("content-type")) headers.set("Content-Type", "application/json");
-  if (api.limits.maxResponseBytes !== undefined) headers.set("Accept-Encoding", "gzip, deflate");
+  // The policy's credential overrides a tool-set header of that name.
+  if (credential) headers[credential.header.toLowerCase()] = credential.value;
+  if (held.body !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json";
+  if (api.limits.maxResponseBytes !== undefined) headers["accept-encoding"] = "gzip, deflate";
   const url = `${options.baseUrls.get(api.name)}${path}${queryString(held.query)}`;
   const response = await transmit(options, scope, api, call, url, method, headers, request.path, held.body);
   if (approvalId !== undefined) await options.gate?.answered(approvalId, response);
@@ -187,7 +186,7 @@ async function transmit(
   call: JudgedCall,
   url: string,
   method: string,
-  headers: Headers,
+  headers: Record<string, string>,
   template: string,
   body: ApiRequest["body"],
 ): Promise<ApiResponse> {

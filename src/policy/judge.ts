@@ -26,15 +26,31 @@ export function describeCall(
   path: string,
   labels: { operationId?: string | undefined; rpcMethod?: string | undefined; a2aOperation?: "approve" | "reject" | undefined } = {},
 ): JudgedCall {
-  const segments = concreteSegments(path);
-  return {
-    method: method.toUpperCase(),
-    segments,
-    lowered: segments.map((s) => s.toLowerCase()),
-    operationId: labels.operationId,
-    rpcMethod: labels.rpcMethod,
-    a2aOperation: labels.a2aOperation,
-  };
+  return describeSegments(method, concreteSegments(path), labels);
+}
+
+/** Describes a call from its already-normalized segments (the client has them from the template). */
+export function describeSegments(
+  method: string,
+  segments: readonly string[],
+  labels: { operationId?: string | undefined; rpcMethod?: string | undefined; a2aOperation?: "approve" | "reject" | undefined } = {},
+): JudgedCall {
+  return new Described(method.toUpperCase(), segments, labels.operationId, labels.rpcMethod, labels.a2aOperation);
+}
+
+/** Lower-cases the segments only when a denial or gate asks (allow-only APIs never do). */
+class Described implements JudgedCall {
+  private low: readonly string[] | undefined;
+  constructor(
+    readonly method: string,
+    readonly segments: readonly string[],
+    readonly operationId: string | undefined,
+    readonly rpcMethod: string | undefined,
+    readonly a2aOperation: "approve" | "reject" | undefined,
+  ) {}
+  get lowered(): readonly string[] {
+    return (this.low ??= this.segments.map((s) => s.toLowerCase()));
+  }
 }
 
 /** Denial and gate coverage. */

@@ -125,3 +125,89 @@ export function fillTemplate(template: string, params: Readonly<Record<string, s
 export class PathError extends Error {
   override name = "PathError";
 }
+
+interface ParsedTemplate {
+  readonly problem: string | null;
+  /** Normalized literal segments, or the placeholder name. */
+  readonly parts: readonly ({ readonly literal: string } | { readonly param: string })[];
+  readonly trailingSlash: boolean;
+}
+
+const templates = new Map<string, ParsedTemplate>();
+const TEMPLATE_CACHE_MAX = 1000;
+const SIMPLE_VALUE = /^[A-Za-z0-9_~-][A-Za-z0-9._~-]*$/;
+
+function parseTemplate(template: string): ParsedTemplate {
+  let parsed = templates.get(template);
+  if (parsed) return parsed;
+  const problem = pathProblem(template, "template");
+  const parts: ParsedTemplate["parts"][number][] = [];
+  let trailingSlash = false;
+  if (!problem) {
+    const raw = template.split("/").slice(1);
+    if (raw.length > 1 && raw[raw.length - 1] === "") {
+      raw.pop();
+      trailingSlash = true;
+    }
+    for (const seg of raw) {
+      if (seg === "") continue;
+      parts.push(seg.startsWith("{") ? { param: seg.slice(1, -1) } : { literal: decodeUnreserved(seg) });
+    }
+  }
+  parsed = { problem, parts, trailingSlash };
+  if (templates.size >= TEMPLATE_CACHE_MAX) templates.clear();
+  templates.set(template, parsed);
+  return parsed;
+}
+
+export interface ResolvedPath {
+  /** The concrete path as it will be sent. */
+  readonly path: string;
+  /** Its normalized segments, as the judge compares them. */
+  readonly segments: readonly string[];
+}
+
+/**
+ * Checks a tool's path template, fills its placeholders (one encoded segment each) and checks
+ * the result. Throws PathError naming the rule. Templates are parsed once; values of plain
+ * unreserved characters take a fast path whose result needs no second scan.
+ */
+export function resolvePath(template: string, params: Readonly<Record<string, string | number>> | undefined): ResolvedPath {
+  const parsed = parseTemplate(template);
+  if (parsed.problem) throw new PathError(`the path is refused: it ${parsed.problem}`);
+  const segments: string[] = [];
+  let path = "";
+  let simple = true;
+  let used = 0;
+  for (const part of parsed.parts) {
+    if ("literal" in part) {
+      segments.push(part.literal);
+      path += `/${part.literal}`;
+      continue;
+    }
+    const value = params?.[part.param];
+    if (value === undefined) throw new PathError(`path parameter ${part.param} has no value`);
+    const text = String(value);
+    if (text === "" || text === "." || text === ".." || text.includes("/"))
+      throw new PathError(`path parameter ${part.param} must be one non-empty segment (not ., .. or containing /)`);
+    used++;
+    if (SIMPLE_VALUE.test(text)) {
+      segments.push(text);
+      path += `/${text}`;
+    } else {
+      simple = false;
+      path += `/${encodeURIComponent(text)}`;
+    }
+  }
+  const given = params ? Object.keys(params).length : 0;
+  if (given !== used) {
+    const names = new Set(parsed.parts.flatMap((p) => ("param" in p ? [p.param] : [])));
+    for (const name of Object.keys(params ?? {})) if (!names.has(name)) throw new PathError(`path parameter ${name} has no {${name}} in the path`);
+  }
+  if (path === "") path = "/";
+  else if (parsed.trailingSlash) path += "/";
+  if (simple) return { path, segments };
+  const problem = pathProblem(path, "concrete");
+  if (problem) throw new PathError(`the path is refused as concrete: it ${problem}`);
+  return { path, segments: concreteSegments(path) };
+}

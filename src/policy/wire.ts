@@ -36,15 +36,18 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // eslint-disable-next-line no-control-regex
 const BAD_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
-export function toolHeaders(given: ApiRequest["headers"]): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(given ?? {})) {
+/** The tool's headers, cleaned, keyed in lower case (a plain object: cheaper than Headers). */
+export function toolHeaders(given: ApiRequest["headers"]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (!given) return headers;
+  for (const name in given) {
+    const value = given[name];
     if (!TOKEN.test(name)) throw new ApiPolicyError("a header name is not a valid HTTP token; nothing was sent");
     if (typeof value !== "string" || BAD_VALUE.test(value))
       throw new ApiPolicyError(`header ${name} has a line break or control character; nothing was sent`);
     const lower = name.toLowerCase();
     if (DROPPED.has(lower) || lower.startsWith("x-forwarded-")) continue;
-    headers.set(name, value);
+    headers[lower] = value;
   }
   return headers;
 }
@@ -62,25 +65,27 @@ export function queryPairs(query: ApiRequest["query"], pagination: { param: stri
       pairs.push([key, String(v)]);
     }
   }
-  const canon = (k: string) => {
-    let d = k;
+  const param = pagination ? canonicalKey(pagination.param) : undefined;
+  for (const pair of pairs) {
+    const key = canonicalKey(pair[0]);
+    if (key === "_method") throw new ApiPolicyError("the query parameter _method is refused (method override); nothing was sent");
+    if (key === param && (!/^\s*\d+\s*$/.test(pair[1]) || Number(pair[1]) > pagination!.max)) pair[1] = String(pagination!.max);
+  }
+  return pairs;
+}
+
+/** A query key in every spelling a server may read alike: decoded, trimmed, lower case, `[]` dropped. */
+function canonicalKey(key: string): string {
+  let k = key;
+  if (k.includes("%")) {
     try {
-      d = decodeURIComponent(k);
+      k = decodeURIComponent(k);
     } catch {
       // keep as is
     }
-    return d.trim().toLowerCase().replace(/\[\]$/, "");
-  };
-  for (const [key] of pairs) if (canon(key) === "_method") throw new ApiPolicyError("the query parameter _method is refused (method override); nothing was sent");
-  if (pagination) {
-    const param = canon(pagination.param);
-    for (const pair of pairs) {
-      if (canon(pair[0]) !== param) continue;
-      const n = Number(pair[1]);
-      if (!/^\s*\d+\s*$/.test(pair[1]) || n > pagination.max) pair[1] = String(pagination.max);
-    }
   }
-  return pairs;
+  k = k.trim().toLowerCase();
+  return k.endsWith("[]") ? k.slice(0, -2) : k;
 }
 
 export function queryString(pairs: readonly (readonly [string, string])[]): string {
