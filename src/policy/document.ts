@@ -5,7 +5,7 @@
  * (PolicyError, exit code 3 in tooling), never a refused call. The result is compiled for the
  * judge: methods as sets, path templates split and normalized once.
  */
-import { parseDocument } from "yaml";
+import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { AppError } from "../errors.js";
 import { valueAt } from "../json.js";
@@ -98,9 +98,10 @@ const A2A_SEND = new Set(["SendMessage", "SendStreamingMessage"]);
 /** Parses and checks a policy document; throws PolicyError listing every problem. */
 export function loadPolicy(text: string): Policy {
   const problems: PolicyProblem[] = [];
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, merge: false });
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, merge: false, lineCounter: lines });
   for (const e of doc.errors) {
-    const line = e.linePos?.[0]?.line;
+    const line = e.pos ? lines.linePos(e.pos[0]).line : undefined;
     const repeated = e.code === "DUPLICATE_KEY";
     problems.push({ place: line ? `line ${line}` : "document", message: repeated ? "repeats a key" : "is not valid YAML" });
   }
@@ -120,6 +121,11 @@ export function loadPolicy(text: string): Policy {
     const parsed = apiSchema.safeParse(value);
     if (!parsed.success) {
       problems.push(...zodProblems(parsed.error, place, value));
+      // Still check the rules between the keys that are fine, so every problem shows at once.
+      const known = new Set(problems.map((p) => p.place));
+      const more: PolicyProblem[] = [];
+      checkApi(validKeys(value), place, more);
+      problems.push(...more.filter((p) => !known.has(p.place)));
       continue;
     }
     const before = problems.length;
@@ -128,6 +134,17 @@ export function loadPolicy(text: string): Policy {
   }
   if (problems.length > 0) throw new PolicyError(problems);
   return { apis };
+}
+
+/** The keys of an API mapping that pass their own schema (defaults applied), for checking what else is wrong. */
+function validKeys(value: unknown): ApiInput {
+  const out: Record<string, unknown> = {};
+  if (typeof value !== "object" || value === null) return out as ApiInput;
+  for (const [key, schema] of Object.entries(apiSchema.shape)) {
+    const r = (schema as z.ZodType).safeParse((value as Record<string, unknown>)[key]);
+    if (r.success && r.data !== undefined) out[key] = r.data;
+  }
+  return out as ApiInput;
 }
 
 function checkApi(api: ApiInput, place: string, problems: PolicyProblem[]): void {
@@ -155,8 +172,8 @@ function checkApi(api: ApiInput, place: string, problems: PolicyProblem[]): void
   if (api.auth === "exchange" && !api.exchange) add("exchange", "is required with auth exchange");
   if (api.auth !== "exchange" && api.exchange) add("exchange", "is only valid with auth exchange");
 
-  const methods = allowedMethodList(api.allowed_methods);
-  if (rpc) {
+  const methods = api.allowed_methods === undefined ? [] : allowedMethodList(api.allowed_methods);
+  if (rpc && api.allowed_methods !== undefined) {
     if (api.allowed_methods === "read-write" || (Array.isArray(api.allowed_methods) && api.allowed_methods[0] === "*"))
       add("allowed_methods", "JSON-RPC APIs allow GET, POST, HEAD only");
     else if (methods.some((m) => !JSONRPC_METHODS.has(m))) add("allowed_methods", "JSON-RPC APIs allow GET, POST, HEAD only");
@@ -186,7 +203,7 @@ function checkApi(api: ApiInput, place: string, problems: PolicyProblem[]): void
     } else if (rule.relayers !== undefined) add(`${at}.relayers`, "is only valid with decide_with relayed");
   });
 
-  if (api.protocol === "a2a" && maySendMessage(api, methods) && !approveGatedOrDenied(api, rules))
+  if (api.protocol === "a2a" && api.allowed_methods !== undefined && maySendMessage(api, methods) && !approveGatedOrDenied(api, rules))
     add("approval", "an A2A API that may send messages must gate a2a_operation approve (or deny it)");
 }
 
@@ -233,8 +250,10 @@ function approveGatedOrDenied(api: ApiInput, rules: readonly z.output<typeof api
   );
   if (gated) return true;
   const denials = api.denied_operations ?? [];
-  const deniesApprove = denials.some((e) => e.a2a_operation === "approve" && e.rpc_method === undefined && e.path === undefined && (e.methods === undefined || e.methods.includes("POST")));
-  const deniesSends = [...A2A_SEND].every((m) => denials.some((e) => e.rpc_method === m && e.a2a_operation === undefined && e.path === undefined && (e.methods === undefined || e.methods.includes("POST"))));
+  // Only a denial that covers every approve message counts: no path or operationId narrowing it.
+  const broad = (e: OperationEntry) => e.path === undefined && e.operationId === undefined && (e.methods === undefined || e.methods.includes("POST"));
+  const deniesApprove = denials.some((e) => e.a2a_operation === "approve" && e.rpc_method === undefined && broad(e));
+  const deniesSends = [...A2A_SEND].every((m) => denials.some((e) => e.rpc_method === m && e.a2a_operation === undefined && broad(e)));
   return deniesApprove || deniesSends;
 }
 
@@ -287,13 +306,23 @@ function compileApi(name: string, api: ApiInput): ApiPolicy {
 }
 
 function zodProblems(error: z.ZodError, base: string, root: unknown): PolicyProblem[] {
-  return error.issues.map((issue) => {
+  return error.issues.flatMap((issue): PolicyProblem[] => {
+    if (issue.code === "invalid_union" && issue.errors.length > 0) {
+      // Report the branch that got furthest (a rule rather than "not a rule or a list").
+      const best = issue.errors.reduce((a, b) => (depth(b) > depth(a) ? b : a));
+      if (depth(best) > 0 && issue.errors.every((b) => b === best || depth(b) < depth(best)))
+        return zodProblems({ issues: best.map((i) => ({ ...i, path: [...issue.path, ...i.path] })) } as unknown as z.ZodError, base, root);
+    }
     const place = [base, ...issue.path.map((p) => (typeof p === "number" ? `[${p}]` : String(p)))]
       .filter((p) => p !== "")
       .join(".")
       .replace(/\.\[/g, "[");
-    if (issue.code === "unrecognized_keys") return { place: place || "document", message: `has unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}` };
-    if (issue.code === "invalid_type" && valueAt(root, issue.path) === undefined) return { place: place || "document", message: "is required" };
-    return { place: place || "document", message: issue.message };
+    if (issue.code === "unrecognized_keys") return [{ place: place || "document", message: `has unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}` }];
+    if (issue.code === "invalid_type" && valueAt(root, issue.path) === undefined) return [{ place: place || "document", message: "is required" }];
+    return [{ place: place || "document", message: issue.message }];
   });
+}
+
+function depth(issues: readonly z.core.$ZodIssue[]): number {
+  return Math.max(0, ...issues.map((i) => i.path.length));
 }

@@ -15,6 +15,10 @@ export function pathProblem(path: string, kind: "template" | "concrete"): string
   if (path.includes("\\")) return "must not contain a backslash";
   if (path.includes(";")) return "must not contain ;";
   if (/[^\u0020-\u007e]/.test(path)) return "must be ASCII (percent-encode other characters)";
+  // Only characters a URL keeps as written: anything else (" < > ` ^ | ...) a URL parser would
+  // re-encode, and then the path sent would not be the path judged.
+  if (/[^A-Za-z0-9\-._~!$&'()*+,=:@%/{}]/.test(path) || (kind === "concrete" && /[{}]/.test(path)))
+    return kind === "concrete" && /[{}]/.test(path) ? "has an unfilled {placeholder}" : "has a character that must be percent-encoded";
   if (/%(?![0-9A-Fa-f]{2})/.test(path)) return "has a malformed percent escape";
   if (/%2f|%5c/i.test(path)) return "must not contain an encoded slash or backslash";
   if (/%[01][0-9a-f]|%7f/i.test(path)) return "must not contain encoded control characters";
@@ -102,26 +106,6 @@ export function matchesLoose(t: CompiledTemplate, lowered: readonly string[]): b
   return true;
 }
 
-/**
- * Fills `{name}` placeholders, each value encoded as exactly one segment. `.`, `..` and values
- * holding `/` are refused; a placeholder without a value, or a value without a placeholder, too.
- */
-export function fillTemplate(template: string, params: Readonly<Record<string, string | number>> | undefined): string {
-  const used = new Set<string>();
-  const filled = template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
-    const value = params?.[name];
-    if (value === undefined) throw new PathError(`path parameter ${name} has no value`);
-    const text = String(value);
-    if (text === "" || text === "." || text === ".." || text.includes("/"))
-      throw new PathError(`path parameter ${name} must be one non-empty segment (not ., .. or containing /)`);
-    used.add(name);
-    return encodeURIComponent(text);
-  });
-  for (const name of Object.keys(params ?? {}))
-    if (!used.has(name)) throw new PathError(`path parameter ${name} has no {${name}} in the path`);
-  return filled;
-}
-
 export class PathError extends Error {
   override name = "PathError";
 }
@@ -131,6 +115,7 @@ interface ParsedTemplate {
   /** Normalized literal segments, or the placeholder name. */
   readonly parts: readonly ({ readonly literal: string } | { readonly param: string })[];
   readonly trailingSlash: boolean;
+  readonly params: ReadonlySet<string>;
 }
 
 const templates = new Map<string, ParsedTemplate>();
@@ -154,7 +139,7 @@ function parseTemplate(template: string): ParsedTemplate {
       parts.push(seg.startsWith("{") ? { param: seg.slice(1, -1) } : { literal: decodeUnreserved(seg) });
     }
   }
-  parsed = { problem, parts, trailingSlash };
+  parsed = { problem, parts, trailingSlash, params: new Set(parts.flatMap((p) => ("param" in p ? [p.param] : []))) };
   if (templates.size >= TEMPLATE_CACHE_MAX) templates.clear();
   templates.set(template, parsed);
   return parsed;
@@ -178,19 +163,17 @@ export function resolvePath(template: string, params: Readonly<Record<string, st
   const segments: string[] = [];
   let path = "";
   let simple = true;
-  let used = 0;
   for (const part of parsed.parts) {
     if ("literal" in part) {
       segments.push(part.literal);
       path += `/${part.literal}`;
       continue;
     }
-    const value = params?.[part.param];
+    const value = params && Object.hasOwn(params, part.param) ? params[part.param] : undefined;
     if (value === undefined) throw new PathError(`path parameter ${part.param} has no value`);
     const text = String(value);
     if (text === "" || text === "." || text === ".." || text.includes("/"))
       throw new PathError(`path parameter ${part.param} must be one non-empty segment (not ., .. or containing /)`);
-    used++;
     if (SIMPLE_VALUE.test(text)) {
       segments.push(text);
       path += `/${text}`;
@@ -199,11 +182,9 @@ export function resolvePath(template: string, params: Readonly<Record<string, st
       path += `/${encodeURIComponent(text)}`;
     }
   }
-  const given = params ? Object.keys(params).length : 0;
-  if (given !== used) {
-    const names = new Set(parsed.parts.flatMap((p) => ("param" in p ? [p.param] : [])));
-    for (const name of Object.keys(params ?? {})) if (!names.has(name)) throw new PathError(`path parameter ${name} has no {${name}} in the path`);
-  }
+  if (params)
+    for (const name in params)
+      if (Object.hasOwn(params, name) && !parsed.params.has(name)) throw new PathError(`path parameter ${name} has no {${name}} in the path`);
   if (path === "") path = "/";
   else if (parsed.trailingSlash) path += "/";
   if (simple) return { path, segments };

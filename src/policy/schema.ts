@@ -8,7 +8,7 @@ import { z } from "zod";
 export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
-const NO_CTRL = /^[^\u0000-\u001f\u007f]*$/;
+const NO_CTRL = /^[^\u0000-\u001f\u007f-\u009f]*$/;
 const NO_SPACE_COMMA_CTRL = /^[^\s,\u0000-\u001f\u007f]+$/;
 export const API_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -65,7 +65,12 @@ const approvalRuleSchema = z.strictObject(
         { message: "must be a list" },
       )
       .min(1, { message: "must not be empty" }),
-    timeout_s: z.number({ message: "must be a whole number" }).int({ message: "must be a whole number" }).min(30).max(86400).default(900),
+    timeout_s: z
+      .number({ message: "must be a whole number" })
+      .int({ message: "must be a whole number" })
+      .min(30, { message: "must be at least 30" })
+      .max(86400, { message: "must be at most 86400" })
+      .default(900),
     decide_with: z.string({ message: "must be direct or relayed" }).default("direct"),
     relayers: z.array(z.string({ message: "must be text" }), { message: "must be a list" }),
   },

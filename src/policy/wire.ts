@@ -85,7 +85,8 @@ function canonicalKey(key: string): string {
     }
   }
   k = k.trim().toLowerCase();
-  return k.endsWith("[]") ? k.slice(0, -2) : k;
+  // `limit[]`, `limit[0]`: the shapes servers read as the same parameter.
+  return k.replace(/(\[[^\]]*\])+$/, "");
 }
 
 export function queryString(pairs: readonly (readonly [string, string])[]): string {
