@@ -4,7 +4,13 @@
  * Reads the whole stream, or cancels it and throws `tooLarge()` as soon as more than
  * `maxBytes` arrived.
  */
-export async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: number, tooLarge: () => Error): Promise<Uint8Array> {
+export async function readCapped(
+  body: ReadableStream<Uint8Array> | null,
+  maxBytes: number,
+  tooLarge: () => Error,
+  /** Checked after each chunk: true cancels the stream (the caller gave up on it). */
+  stopped: () => boolean = () => false,
+): Promise<Uint8Array> {
   if (!body) return new Uint8Array(0);
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
@@ -13,6 +19,10 @@ export async function readCapped(body: ReadableStream<Uint8Array> | null, maxByt
     const { done, value } = await reader.read();
     if (done) break;
     total += value.byteLength;
+    if (stopped()) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
     if (total > maxBytes) {
       await reader.cancel().catch(() => {});
       throw tooLarge();

@@ -63,9 +63,8 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
   return {
     forRun(scope) {
       const calls = new Map<string, number>();
-      const signals = new SignalPool(scope.signal);
       return (toolCall) => ({
-        request: (apiName, request) => send(options, scope, toolCall, signals, calls, buckets, apiName, request),
+        request: (apiName, request) => send(options, scope, toolCall, calls, buckets, apiName, request),
       });
     },
   };
@@ -75,7 +74,6 @@ async function send(
   options: PolicyClientOptions,
   scope: RunScope,
   toolCall: ToolCallScope,
-  signals: SignalPool,
   calls: Map<string, number>,
   buckets: Map<string, TokenBucket>,
   apiName: string,
@@ -147,7 +145,7 @@ async function send(
   if (held.body !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json";
   if (api.limits.maxResponseBytes !== undefined) headers["accept-encoding"] = "gzip, deflate";
   const url = `${options.baseUrls.get(api.name)}${path}${queryString(held.query)}`;
-  const response = await transmit(options, scope, api, call, url, method, headers, signals, request.path, held.body);
+  const response = await transmit(options, scope, api, call, url, method, headers, request.path, held.body);
   if (approvalId !== undefined) await options.gate?.answered(approvalId, response);
   return response;
 }
@@ -189,70 +187,66 @@ async function transmit(
   url: string,
   method: string,
   headers: Record<string, string>,
-  signals: SignalPool,
   template: string,
   body: ApiRequest["body"],
 ): Promise<ApiResponse> {
   const started = performance.now();
   const operation = call.operationId ?? template;
-  // One deadline for connecting and the whole answer (CONTRACT 5): a slow-drip upstream cannot hold a run.
-  const deadline = signals.take();
-  // One deadline for the whole answer, headers and body (CONTRACT 5). Web fetch does not say when
-  // the connection is made, so the read deadline runs from the moment the call is handed over.
-  const timer = setTimeout(() => deadline.abort(new ApiCallError(`API ${api.name} did not answer within its timeout`)), api.timeouts.read);
   let status = 0;
-  try {
+  let answer: Response | undefined;
+  let stopped = false;
+  const exchange = async (): Promise<ApiResponse> => {
     const response = await options.fetch(url, {
       method,
       headers,
       redirect: "manual",
-      signal: deadline.signal,
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
+    answer = response;
+    if (stopped) {
+      await response.body?.cancel().catch(() => {});
+      throw new ApiCallError("stopped");
+    }
     status = response.status;
     if ((status >= 300 && status < 400) || response.type === "opaqueredirect") {
       await response.body?.cancel().catch(() => {});
       throw new ApiCallError(`API ${api.name} answered with a redirect, which is never followed`, { status });
     }
-    const bytes = await readAnswer(response, api.limits.maxResponseBytes);
-    const answerHeaders: Record<string, string> = {};
-    response.headers.forEach((value, key) => {
-      if (key !== "set-cookie") answerHeaders[key] = value;
-    });
+    const bytes = await readAnswer(response, api.limits.maxResponseBytes, () => stopped);
+    const answerHeaders: Record<string, string> = Object.fromEntries(response.headers);
+    delete answerHeaders["set-cookie"];
     return { status, headers: answerHeaders, body: parseAnswer(bytes, response.headers.get("content-type")) };
+  };
+
+  // One deadline for the whole answer, headers and body (CONTRACT 5): a slow-drip upstream
+  // cannot hold a run. Web fetch does not say when the connection is made, so the deadline runs
+  // from the moment the call is handed over. No signal is passed to fetch (creating one per call
+  // cost as much as the rest of the client on Node 20): when the deadline or the run's stop
+  // wins, the answer's body is cancelled and the call fails at once; a connection still waiting
+  // for headers is left to the runtime's own timeouts.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
+  const stop = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ApiCallError(`API ${api.name} did not answer within its timeout`)), api.timeouts.read);
+    onAbort = () => reject(scope.signal.reason);
+    scope.signal.addEventListener("abort", onAbort, { once: true });
+  });
+  const pending = exchange();
+  try {
+    return await Promise.race([pending, stop]);
   } catch (error) {
     if (scope.signal.aborted) throw scope.signal.reason;
-    if (error instanceof ApiCallError || (error as { code?: string }).code === "api_call") throw error;
-    if (deadline.signal.aborted) throw deadline.signal.reason;
+    if ((error as { code?: string }).code === "api_call") throw error;
     throw new ApiCallError(`the call to API ${api.name} failed before an answer arrived`, { cause: error });
   } finally {
+    stopped = true;
     clearTimeout(timer);
-    signals.give(deadline);
+    scope.signal.removeEventListener("abort", onAbort!);
+    pending.catch(() => {});
+    stop.catch(() => {});
+    // An answer that arrived after the deadline is dropped, not read on in the background.
+    if (answer && !answer.bodyUsed && answer.body && !answer.body.locked) void answer.body.cancel().catch(() => {});
     scope.logger.info("api call", { api: api.name, method, operation, status, duration_ms: Math.round(performance.now() - started) });
   }
 }
 
-/**
- * Abort controllers for one run's calls, reused while they are not aborted: each call needs
- * its own deadline, but creating an AbortSignal costs more than the rest of the client's work
- * on Node 20. Stopping the run aborts every call in flight.
- */
-class SignalPool {
-  private readonly idle: AbortController[] = [];
-  private readonly busy = new Set<AbortController>();
-  constructor(private readonly run: AbortSignal) {
-    run.addEventListener("abort", () => {
-      for (const c of this.busy) c.abort(run.reason);
-    }, { once: true });
-  }
-  take(): AbortController {
-    const c = this.idle.pop() ?? new AbortController();
-    if (this.run.aborted) c.abort(this.run.reason);
-    this.busy.add(c);
-    return c;
-  }
-  give(c: AbortController): void {
-    this.busy.delete(c);
-    if (!c.signal.aborted && this.idle.length < 8) this.idle.push(c);
-  }
-}

@@ -125,8 +125,8 @@ const ENCODINGS = new Set(["", "identity", "gzip", "x-gzip", "deflate"]);
  * rest is discarded and the call fails. fetch decodes gzip and deflate itself, so the bytes read
  * are the decoded ones.
  */
-export async function readAnswer(response: Response, maxBytes: number | undefined): Promise<Uint8Array> {
-  if (maxBytes === undefined) return new Uint8Array(await response.arrayBuffer());
+export async function readAnswer(response: Response, maxBytes: number | undefined, stopped: () => boolean = () => false): Promise<Uint8Array> {
+  if (maxBytes === undefined) return readCapped(response.body, Infinity, tooLarge(0), stopped);
   const encoding = (response.headers.get("content-encoding") ?? "").trim().toLowerCase();
   if (!ENCODINGS.has(encoding)) {
     await response.body?.cancel().catch(() => {});
@@ -137,7 +137,11 @@ export async function readAnswer(response: Response, maxBytes: number | undefine
     await response.body?.cancel().catch(() => {});
     throw new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
   }
-  return readCapped(response.body, maxBytes, () => new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`));
+  return readCapped(response.body, maxBytes, tooLarge(maxBytes), stopped);
+}
+
+function tooLarge(maxBytes: number): () => Error {
+  return () => new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
 }
 
 const decoder = new TextDecoder();
