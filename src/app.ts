@@ -11,9 +11,8 @@ import { startSweeper } from "./approvals/sweep.js";
 import { LEASE_TIMINGS, type LeaseTimings } from "./agent/runner.js";
 import type { Tool } from "./agent/tools/define.js";
 import { createPrincipalHasher } from "./auth/hashing.js";
-import type { AuthPolicy } from "./auth/policy.js";
-import { createSharedBearerPolicy } from "./auth/shared-bearer.js";
-import { createUnavailablePolicy } from "./auth/unavailable.js";
+import { authCompatibilityProblems, chooseAuthPolicy } from "./auth/choose.js";
+import type { CustomAuthPolicy } from "./auth/custom.js";
 import { type Clock, systemClock } from "./clock.js";
 import type { Deps } from "./deps.js";
 import { ConfigurationError } from "./errors.js";
@@ -57,8 +56,8 @@ export interface CreateAppOptions {
   readonly fetch?: typeof fetch;
   /** Holds gated calls for a person; defaults to the built-in approvals. */
   readonly approvalGate?: ApprovalGate;
-  /** A custom auth policy (spec 5.4); used when AUTH_POLICY is custom, or always when given with shared-bearer unset. */
-  readonly authPolicy?: Pick<AuthPolicy, "authenticate">;
+  /** A custom auth policy (spec 5.4): used whenever given (AUTH_POLICY=custom without one answers 503). */
+  readonly authPolicy?: CustomAuthPolicy;
   /** Internal, for tests: how often expired approvals are swept (default 5 s). */
   readonly sweepIntervalMs?: number;
   /** Internal, for tests: shorter lease renewal and expiry than the spec's 5 s / 30 s. */
@@ -107,6 +106,14 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   });
   for (const warning of policy?.warnings ?? []) logger.warning(warning);
 
+  const outboundFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
+  const auth = await chooseAuthPolicy(settings, options.authPolicy, { fetch: outboundFetch, clock, ids, logger });
+  const compatibility = authCompatibilityProblems(policy?.policy, settings);
+  if (compatibility.length > 0) {
+    if (!settings.dev) throw new ConfigurationError(`The API policy does not fit the auth policy: ${compatibility.join("; ")}.`);
+    for (const problem of compatibility) logger.error(`API policy and auth policy: ${problem}`);
+  }
+
   const store = options.store ?? createMemoryStore();
   const lease = options.lease ?? createMemoryLease(clock);
   const model = options.model;
@@ -121,7 +128,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     policy &&
     createPolicyClient({
       ...policy,
-      fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+      fetch: outboundFetch,
       clock,
       logger,
       gate,
@@ -135,11 +142,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     ids,
     logger,
     metrics,
-    auth: options.authPolicy
-      ? { name: "custom", authenticate: (request) => options.authPolicy!.authenticate(request) }
-      : settings.AUTH_POLICY === "shared-bearer"
-        ? createSharedBearerPolicy(settings.API_KEY, ids)
-        : createUnavailablePolicy(settings.AUTH_POLICY, ids),
+    auth,
     hashPrincipal,
     model: model ? () => model : modelFactory(settings),
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
@@ -151,8 +154,6 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     pauses,
     instanceId: ids.requestId(),
   };
-  if (settings.AUTH_POLICY !== "shared-bearer" && !options.authPolicy)
-    logger.warning(`AUTH_POLICY ${settings.AUTH_POLICY} is not available in this release: every guarded request answers 503`);
   const router = buildRouter(deps);
   const stopSweeper = startSweeper(deps, options.sweepIntervalMs ?? 5_000);
 

@@ -16,3 +16,4 @@ export type { ReadText } from "./files.js";
 export type { AuthPolicy } from "./auth/policy.js";
 export type { Principal, Action } from "./auth/principal.js";
 export { ACTIONS } from "./auth/principal.js";
+export { AuthError, type CustomAuthPolicy, type CustomPrincipal } from "./auth/custom.js";

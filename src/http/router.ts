@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import type { Deps } from "../deps.js";
 import type { HttpEnv } from "./env.js";
 import { access } from "./middleware/access.js";
+import { cors } from "./middleware/cors.js";
 import { errorHandler, notFoundHandler } from "./middleware/errors.js";
 import { requestId } from "./middleware/request-id.js";
 import { approvalRoutes } from "./routes/approvals.js";
@@ -15,6 +16,7 @@ export function buildRouter(deps: Deps): Hono<HttpEnv> {
   const app = new Hono<HttpEnv>();
   app.use("*", requestId(deps));
   app.use("*", access(deps));
+  app.use("*", cors({ allowed: deps.settings.CORS_ALLOWED_ORIGINS }));
   app.onError(errorHandler({ ids: deps.ids, dev: deps.settings.dev }));
   app.notFound(notFoundHandler);
   app.route("/", probeRoutes(deps));

@@ -160,6 +160,13 @@ function credentialFor(options: PolicyClientOptions, api: ApiPolicy, principal: 
       return { header: "Authorization", value: `Bearer ${token}` };
     }
     case "forward": {
+      if (api.forwardAudience !== undefined) {
+        // The caller's own verified token, only when it was issued for this audience.
+        const token = principal.token;
+        if (!token || !token.audiences.includes(api.forwardAudience))
+          throw new ApiPolicyError(`the caller's token is not for API ${api.name}'s audience; nothing was sent`);
+        return { header: api.forwardHeader, value: `Bearer ${token.raw}` };
+      }
       const credential = principal.credentials[api.name];
       if (!credential) throw new ApiPolicyError(`the caller has no credential to forward to API ${api.name}; nothing was sent`);
       return { header: api.forwardHeader, value: credential };

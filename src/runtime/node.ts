@@ -6,9 +6,11 @@
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { randomBytes } from "node:crypto";
 import { serve } from "@hono/node-server";
 import { createApp } from "../app.js";
+import type { CustomAuthPolicy } from "../auth/custom.js";
 import { isAppError, type SettingsError } from "../errors.js";
 import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
@@ -34,9 +36,21 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
     env.API_KEY = playgroundKey;
   }
 
+  // AUTH_CUSTOM_MODULE: an ES module whose default (or `policy`) export is the custom auth policy.
+  let authPolicy: CustomAuthPolicy | undefined;
+  if (env.AUTH_CUSTOM_MODULE) {
+    const mod = (await import(pathToFileURL(resolve(env.AUTH_CUSTOM_MODULE)).href)) as { default?: CustomAuthPolicy; policy?: CustomAuthPolicy };
+    authPolicy = mod.default ?? mod.policy;
+    if (!authPolicy || typeof authPolicy.authenticate !== "function") {
+      process.stderr.write("AUTH_CUSTOM_MODULE must export (default or `policy`) an object with authenticate(request).\n");
+      process.exit(2);
+    }
+  }
+
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
     app = await createApp({
+      ...(authPolicy ? { authPolicy } : {}),
       env,
       root: process.cwd(),
       playgroundKey,
@@ -46,6 +60,10 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
     if (isAppError(error) && error.code === "invalid_settings") {
       process.stderr.write("The service cannot start: invalid settings.\n");
       for (const p of (error as SettingsError).problems) process.stderr.write(`  ${p.variable}: ${p.message}\n`);
+      process.exit(2);
+    }
+    if (isAppError(error) && error.code === "configuration" && error.name !== "PolicyError") {
+      process.stderr.write(`The service cannot start: ${error.message}\n`);
       process.exit(2);
     }
     if (isAppError(error) && error.name === "PolicyError") {

@@ -102,7 +102,7 @@ describe("who decides", () => {
 
   it("a delegated principal deciding a direct approval gets 403 approval_direct_only", async () => {
     hits = 0;
-    app = await makeApp({ BANK_URL: base }, { policyText: policy("[requester]"), tools: [tool], authPolicy });
+    app = await makeApp({ BANK_URL: base, AUTH_ALLOWED_ACTORS: "agent-a" }, { policyText: policy("[requester]"), tools: [tool], authPolicy });
     const { events } = await chat(app, { message: "/call pay {}", thread_id: "alice-1" }, as("agent"));
     const ap = events.at(-1)!.data.approval as { approval_id: string; digest: string };
     const res = await decide(ap.approval_id, "agent", { decision: "approve", digest: ap.digest });

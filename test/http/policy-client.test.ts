@@ -549,13 +549,19 @@ describe("refusals: approval and credentials", () => {
     expect(seen).toHaveLength(1);
   });
 
+  it("refuses to start with auth forward or exchange under shared-bearer outside dev (spec 5.8)", async () => {
+    await expect(start({ svc: svc({ auth: "forward" }) })).rejects.toThrow(/shared-bearer/);
+    await expect(start({ svc: svc({ auth: "exchange", exchange: { audience: "svc-api" } }) })).rejects.toThrow(/shared-bearer/);
+  });
+
   it("refuses auth forward when the caller has no credential for the API", async () => {
-    await start({ svc: svc({ auth: "forward" }) });
+    // Under dev the mismatch is logged and the service starts; the call is still refused.
+    await start({ svc: svc({ auth: "forward" }) }, { env: { APP_ENV: "dev" } });
     expectRefused(await one({ method: "GET", path: "/me" }), "the caller has no credential to forward to API svc; nothing was sent");
   });
 
   it("refuses auth exchange (not available in this release)", async () => {
-    await start({ svc: svc({ auth: "exchange", exchange: { audience: "svc-api" } }) });
+    await start({ svc: svc({ auth: "exchange", exchange: { audience: "svc-api" } }) }, { env: { APP_ENV: "dev" } });
     expectRefused(await one({ method: "GET", path: "/me" }), "token exchange for API svc is not available in this release; nothing was sent");
   });
 

@@ -1,9 +1,11 @@
 import type { MiddlewareHandler } from "hono";
 import { makeCaller } from "../../auth/caller.js";
-import { type Action, validPrincipalId } from "../../auth/principal.js";
+import { applyDelegationRules } from "../../auth/delegation.js";
+import type { Action } from "../../auth/principal.js";
 import type { Deps } from "../../deps.js";
 import { forbidden } from "../../problems.js";
 import type { HttpEnv } from "../env.js";
+import { originAllowed } from "./cors.js";
 
 /**
  * Authenticates with the configured policy, applies the rules every policy shares (valid id,
@@ -12,9 +14,13 @@ import type { HttpEnv } from "../env.js";
 export function requireAuth(deps: Deps, action: Action): MiddlewareHandler<HttpEnv> {
   const readAcross = deps.settings.AUTH_READ_ACROSS_ROLES;
   return async function authMiddleware(c, next) {
-    const principal = await deps.auth.authenticate(c.req.raw);
-    if (!validPrincipalId(principal.id)) throw new Error("the auth policy returned an invalid principal id");
+    const principal = applyDelegationRules(await deps.auth.authenticate(c.req.raw), deps.settings);
+    if (!originAllowed(c, deps.settings.CORS_ALLOWED_ORIGINS)) throw forbidden("This origin is not allowed.");
     if (!principal.permissions.has(action)) throw forbidden(`Not permitted: ${action}.`);
+    if (deps.auth.authorize) {
+      const threadId = c.req.param("thread_id");
+      if (!(await deps.auth.authorize(principal, action, threadId ? { thread_id: threadId } : {}))) throw forbidden(`Not permitted: ${action}.`);
+    }
     const hash = await deps.hashPrincipal(principal.id);
     c.set("caller", makeCaller(principal, hash, readAcross));
     c.set("logger", c.get("logger").child({ principal_hash: hash, actor: principal.actor?.id }));

@@ -1,0 +1,56 @@
+/**
+ * Picks the auth policy from AUTH_POLICY (spec 5). A misconfigured policy stops startup outside
+ * dev, naming the problem; under APP_ENV=dev the service starts, logs it and answers every
+ * guarded request 503.
+ */
+import type { Clock } from "../clock.js";
+import { ConfigurationError } from "../errors.js";
+import type { Ids } from "../ids.js";
+import type { Logger } from "../observability/logger.js";
+import type { Policy } from "../policy/document.js";
+import type { Settings } from "../settings/parse.js";
+import { adaptCustomPolicy, type CustomAuthPolicy } from "./custom.js";
+import { createJwtPolicy } from "./jwt/policy.js";
+import type { AuthPolicy } from "./policy.js";
+import { createSharedBearerPolicy } from "./shared-bearer.js";
+import { createUnavailablePolicy } from "./unavailable.js";
+
+export async function chooseAuthPolicy(
+  settings: Settings,
+  custom: CustomAuthPolicy | undefined,
+  deps: { fetch: typeof fetch; clock: Clock; ids: Ids; logger: Logger },
+): Promise<AuthPolicy> {
+  let policy: AuthPolicy;
+  let problems: readonly string[] = [];
+  if (custom) {
+    policy = adaptCustomPolicy(custom);
+    problems = (await custom.startup_problems?.()) ?? [];
+  } else if (settings.AUTH_POLICY === "jwt") {
+    const jwt = await createJwtPolicy({ settings, ...deps });
+    policy = jwt;
+    problems = jwt.problems;
+  } else if (settings.AUTH_POLICY === "custom") {
+    deps.logger.warning("AUTH_POLICY is custom but no policy was supplied: every guarded request answers 503");
+    return createUnavailablePolicy("custom", deps.ids);
+  } else policy = createSharedBearerPolicy(settings.API_KEY, deps.ids);
+
+  if (problems.length === 0) return policy;
+  if (!settings.dev) throw new ConfigurationError(`The auth policy is misconfigured: ${problems.join("; ")}.`);
+  for (const problem of problems) deps.logger.error(`auth policy misconfigured: ${problem}`);
+  return createUnavailablePolicy(policy.name, deps.ids);
+}
+
+/** Spec 5.8: credential modes of the API policy that the auth policy cannot serve. */
+export function authCompatibilityProblems(policy: Policy | undefined, settings: Settings): string[] {
+  const problems: string[] = [];
+  for (const [name, api] of policy?.apis ?? []) {
+    if (settings.AUTH_POLICY === "shared-bearer" && (api.auth === "forward" || api.auth === "exchange"))
+      problems.push(`apis.${name}.auth ${api.auth} needs per-user credentials; shared-bearer has none`);
+    if (settings.AUTH_POLICY === "jwt" && api.auth === "forward" && !api.forwardAudience)
+      problems.push(`apis.${name}.auth forward under jwt needs forward_audience`);
+    if (api.auth === "exchange" && !settings.dev)
+      for (const v of ["TOKEN_EXCHANGE_URL", "TOKEN_EXCHANGE_CLIENT_ID", "TOKEN_EXCHANGE_CLIENT_SECRET"] as const)
+        if (!settings[v]) problems.push(`apis.${name}.auth exchange needs ${v}`);
+  }
+  return problems;
+}
