@@ -24,6 +24,20 @@ export default defineConfig([
     esbuildOptions(options) {
       options.conditions = ["workerd", "worker", "browser", "import", "default"];
     },
+    // CHECKPOINTER=sql needs a TCP socket and the postgres package: on workerd that adapter is
+    // replaced by a stub that says so, so nothing Node-only enters the worker.
+    esbuildPlugins: [
+      {
+        name: "no-postgres-in-worker",
+        setup(build) {
+          build.onResolve({ filter: /store\/postgres\/index\.js$/ }, () => ({ path: "postgres-stub", namespace: "stub" }));
+          build.onLoad({ filter: /.*/, namespace: "stub" }, () => ({
+            contents: "export async function openPostgres() { throw new Error('CHECKPOINTER=sql is not available in the worker build'); }",
+            loader: "js",
+          }));
+        },
+      },
+    ],
     sourcemap: true,
     clean: false,
   },

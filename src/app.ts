@@ -8,6 +8,10 @@ import { modelFactory } from "./agent/providers/index.js";
 import { createRunRegistry } from "./agent/registry.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { startSweeper } from "./approvals/sweep.js";
+import { every, sweepRetention } from "./store/retention.js";
+
+/** A run record left running is marked ProcessLost this long after its lease expired (spec 3.1). */
+const LOST_RUN_GRACE_MS = 60_000;
 import { LEASE_TIMINGS, type LeaseTimings } from "./agent/runner.js";
 import type { Tool } from "./agent/tools/define.js";
 import { createPrincipalHasher } from "./auth/hashing.js";
@@ -58,6 +62,8 @@ export interface CreateAppOptions {
   readonly approvalGate?: ApprovalGate;
   /** A custom auth policy (spec 5.4): used whenever given (AUTH_POLICY=custom without one answers 503). */
   readonly authPolicy?: CustomAuthPolicy;
+  /** Internal, for tests: a PostgreSQL schema of its own (created if missing). */
+  readonly sqlSchema?: string;
   /** Internal, for tests: how often expired approvals are swept (default 5 s). */
   readonly sweepIntervalMs?: number;
   /** Internal, for tests: shorter lease renewal and expiry than the spec's 5 s / 30 s. */
@@ -114,11 +120,27 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     for (const problem of compatibility) logger.error(`API policy and auth policy: ${problem}`);
   }
 
-  const store = options.store ?? createMemoryStore();
-  const lease = options.lease ?? createMemoryLease(clock);
+  const metrics = createMetrics();
+  let store = options.store;
+  let lease = options.lease;
+  if (!store && settings.CHECKPOINTER === "sql") {
+    // Loaded lazily: the postgres package stays out of every bundle that never uses it.
+    const { openPostgres } = await import("./store/postgres/index.js");
+    const pg = await openPostgres({
+      dsn: settings.SQLDB_DSN!,
+      min: settings.DB_POOL_MIN_SIZE,
+      max: settings.DB_POOL_MAX_SIZE,
+      schema: options.sqlSchema,
+      logger,
+      onHealth: (up) => metrics.databaseUp.set(up ? 1 : 0),
+    });
+    store = pg.store;
+    lease ??= pg.lease;
+  }
+  store ??= createMemoryStore();
+  lease ??= createMemoryLease(clock);
   const model = options.model;
   const runs = createRunRegistry();
-  const metrics = createMetrics();
   const hashPrincipal = createPrincipalHasher(settings.PRINCIPAL_HASH_SALT);
   const pauses = new PauseBook();
   const gate =
@@ -156,6 +178,10 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   };
   const router = buildRouter(deps);
   const stopSweeper = startSweeper(deps, options.sweepIntervalMs ?? 5_000);
+  const stops = [stopSweeper];
+  const lostRuns = store.markLostRuns?.bind(store);
+  if (lostRuns) stops.push(every(deps, 15_000, "marking lost runs", () => lostRuns(LOST_RUN_GRACE_MS)));
+  if (settings.RETENTION_DAYS > 0) stops.push(every(deps, 3_600_000, "retention", () => sweepRetention(deps)));
 
   let closed = false;
   return {
@@ -168,7 +194,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     async close() {
       if (closed) return;
       closed = true;
-      stopSweeper();
+      for (const stop of stops) stop();
       await runs.drain(0);
       await store.close();
     },

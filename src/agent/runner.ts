@@ -114,7 +114,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
       const persist = async (batch: readonly Message[]) => {
         // A stopped run writes nothing more (a lost lease may already belong to another run).
         controller.signal.throwIfAborted();
-        await store.appendMessages(threadId, batch, isoTime(clock.now()));
+        await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
       };
       const history = await store.getMessages(threadId);
       let messages: Message[];
@@ -164,7 +164,17 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
       const stopped = controller.signal.aborted ? (controller.signal.reason as RunStopped) : undefined;
       if (stopped?.kind === "cancelled" || stopped?.kind === "interrupted")
         return { status: stopped.kind, errorType: null, errorId: null };
+      if ((error as { name?: string }).name === "LeaseLost") {
+        // Another run holds the thread now: this one stops without writing (its stream just ends).
+        controller.abort(new RunStopped("interrupted"));
+        return { status: "interrupted", errorType: "LeaseLost", errorId: null };
+      }
       const errorId = ids.errorId();
+      if (isAppError(error) && error.code === "unavailable") {
+        logger.warning("run failed: database unreachable", { error_id: errorId });
+        emit(errorEvent("unavailable", `The database is unreachable. Reference: ${errorId}.`, errorId, runId));
+        return { status: "error", errorType: error.name, errorId };
+      }
       if (stopped?.kind === "timeout") {
         emit(errorEvent("timeout", "The run took longer than RUN_TIMEOUT_S and was stopped.", errorId, runId));
         return { status: "timeout", errorType: "Timeout", errorId };

@@ -90,12 +90,17 @@ export interface Store {
   createThread(row: ThreadRow): Promise<{ created: boolean; row: ThreadRow }>;
   /** Most recently updated first, ties by id. */
   listThreads(query: ListThreadsQuery): Promise<ThreadRow[]>;
+  /** Ids of threads not updated since `before` (ISO), oldest first, for retention. */
+  idleThreads(before: string, limit: number): Promise<string[]>;
   /** Deletes the thread and everything attached (messages, run records, approvals). False if unknown. */
   deleteThread(threadId: string): Promise<boolean>;
 
   getMessages(threadId: string): Promise<Message[]>;
-  /** Appends in order and bumps the thread's `updated_at`. */
-  appendMessages(threadId: string, messages: readonly Message[], at: string): Promise<void>;
+  /**
+   * Appends in order and bumps the thread's `updated_at`. With `fence`, the write happens only
+   * while that lease still holds the thread (adapters shared by replicas refuse it otherwise).
+   */
+  appendMessages(threadId: string, messages: readonly Message[], at: string, fence?: LeaseHandle): Promise<void>;
 
   createRun(run: RunRecord): Promise<void>;
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "run_id" | "thread_id">>): Promise<void>;
@@ -117,6 +122,12 @@ export interface Store {
   recordApprovalResult(approvalId: string, result: NonNullable<ApprovalRecord["internal"]["result"]>): Promise<void>;
   /** Pending approvals whose `expires_at` is at or before `now` (ISO). */
   dueApprovals(now: string): Promise<ApprovalRecord[]>;
+
+  /**
+   * Adapters shared by several processes: marks `running` records of dead processes
+   * `interrupted` (ProcessLost) once their lease has been expired for `graceMs`.
+   */
+  markLostRuns?(graceMs: number): Promise<number>;
 
   /** Resolves when the store answers; throws when it cannot (readiness). */
   ping(): Promise<void>;

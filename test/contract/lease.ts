@@ -7,7 +7,10 @@ import type { LeaseHandle, ThreadLease } from "../../src/store/ports.js";
 
 export interface LeaseFixture {
   lease: ThreadLease;
-  clock: { advance(ms: number): void };
+  /** Moves the adapter's time on (a real wait for adapters timed by their own clock). */
+  clock: { advance(ms: number): void | Promise<void> };
+  /** Real milliseconds per suite millisecond (adapters that cannot fake time run the suite faster). */
+  scale?: number;
   cleanup?(): Promise<void>;
 }
 
@@ -18,11 +21,13 @@ export function describeLeaseContract(name: string, make: () => Promise<LeaseFix
     let fixture: LeaseFixture;
     let lease: ThreadLease;
     let threadId: string;
-    const advance = (ms: number) => fixture.clock.advance(ms);
+    const advance = async (ms: number) => fixture.clock.advance(ms * (fixture.scale ?? 1));
+    let ttl = TTL;
 
     beforeEach(async () => {
       fixture = await make();
       lease = fixture.lease;
+      ttl = TTL * (fixture.scale ?? 1);
       threadId = `lease-${crypto.randomUUID()}`;
     });
     afterEach(async () => {
@@ -31,7 +36,7 @@ export function describeLeaseContract(name: string, make: () => Promise<LeaseFix
 
     it("gives exactly one of 20 concurrent acquires a handle", async () => {
       const holders = Array.from({ length: 20 }, (_, i) => `holder-${i}`);
-      const results = await Promise.all(holders.map((h) => lease.acquire(threadId, h, TTL)));
+      const results = await Promise.all(holders.map((h) => lease.acquire(threadId, h, ttl)));
       const handles = results.filter((h): h is LeaseHandle => h !== null);
       expect(handles).toHaveLength(1);
       const handle = handles[0]!;
@@ -43,17 +48,17 @@ export function describeLeaseContract(name: string, make: () => Promise<LeaseFix
     });
 
     it("refuses a second acquire while the lease is unexpired", async () => {
-      const first = await lease.acquire(threadId, "a", TTL);
+      const first = await lease.acquire(threadId, "a", ttl);
       expect(first).not.toBeNull();
-      advance(TTL / 2);
-      expect(await lease.acquire(threadId, "b", TTL)).toBeNull();
+      await advance(TTL / 2);
+      expect(await lease.acquire(threadId, "b", ttl)).toBeNull();
       expect(await lease.isHeld(threadId)).toBe(true);
     });
 
     it("keeps threads apart", async () => {
       const other = `${threadId}-other`;
-      const a = await lease.acquire(threadId, "a", TTL);
-      const b = await lease.acquire(other, "b", TTL);
+      const a = await lease.acquire(threadId, "a", ttl);
+      const b = await lease.acquire(other, "b", ttl);
       expect(a).not.toBeNull();
       expect(b).not.toBeNull();
       await lease.release(a!);
@@ -66,53 +71,53 @@ export function describeLeaseContract(name: string, make: () => Promise<LeaseFix
     });
 
     it("frees the thread once the ttl has passed", async () => {
-      const handle = await lease.acquire(threadId, "a", TTL);
+      const handle = await lease.acquire(threadId, "a", ttl);
       expect(handle).not.toBeNull();
-      advance(TTL - 1000);
+      await advance(TTL - 1000);
       expect(await lease.isHeld(threadId)).toBe(true);
-      expect(await lease.acquire(threadId, "b", TTL)).toBeNull();
-      advance(2000);
+      expect(await lease.acquire(threadId, "b", ttl)).toBeNull();
+      await advance(2000);
       expect(await lease.isHeld(threadId)).toBe(false);
-      expect(await lease.acquire(threadId, "b", TTL)).not.toBeNull();
+      expect(await lease.acquire(threadId, "b", ttl)).not.toBeNull();
     });
 
     it("renew extends the lease from now", async () => {
-      const handle = (await lease.acquire(threadId, "a", TTL))!;
-      advance(TTL - 1000);
-      expect(await lease.renew(handle, TTL)).toBe(true);
+      const handle = (await lease.acquire(threadId, "a", ttl))!;
+      await advance(TTL - 1000);
+      expect(await lease.renew(handle, ttl)).toBe(true);
       // Past the first expiry, inside the renewed one.
-      advance(5000);
+      await advance(5000);
       expect(await lease.isHeld(threadId)).toBe(true);
-      expect(await lease.acquire(threadId, "b", TTL)).toBeNull();
-      expect(await lease.renew(handle, TTL)).toBe(true);
-      advance(TTL - 1000);
+      expect(await lease.acquire(threadId, "b", ttl)).toBeNull();
+      expect(await lease.renew(handle, ttl)).toBe(true);
+      await advance(TTL - 1000);
       expect(await lease.isHeld(threadId)).toBe(true);
       // Past the last renewal.
-      advance(2000);
+      await advance(2000);
       expect(await lease.isHeld(threadId)).toBe(false);
     });
 
     it("after expiry a new holder gets a greater generation and fences the old handle", async () => {
-      const old = (await lease.acquire(threadId, "old", TTL))!;
-      advance(TTL + 1000);
-      const fresh = await lease.acquire(threadId, "new", TTL);
+      const old = (await lease.acquire(threadId, "old", ttl))!;
+      await advance(TTL + 1000);
+      const fresh = await lease.acquire(threadId, "new", ttl);
       expect(fresh).not.toBeNull();
       expect(fresh!.holder).toBe("new");
       expect(fresh!.generation).toBeGreaterThan(old.generation);
 
-      expect(await lease.renew(old, TTL)).toBe(false);
+      expect(await lease.renew(old, ttl)).toBe(false);
       await lease.release(old);
       expect(await lease.isHeld(threadId)).toBe(true);
-      expect(await lease.acquire(threadId, "third", TTL)).toBeNull();
-      expect(await lease.renew(fresh!, TTL)).toBe(true);
+      expect(await lease.acquire(threadId, "third", ttl)).toBeNull();
+      expect(await lease.renew(fresh!, ttl)).toBe(true);
     });
 
     it("release frees the thread for the next holder, with a greater generation", async () => {
-      const first = (await lease.acquire(threadId, "a", TTL))!;
+      const first = (await lease.acquire(threadId, "a", ttl))!;
       await lease.release(first);
       expect(await lease.isHeld(threadId)).toBe(false);
-      expect(await lease.renew(first, TTL)).toBe(false);
-      const second = await lease.acquire(threadId, "b", TTL);
+      expect(await lease.renew(first, ttl)).toBe(false);
+      const second = await lease.acquire(threadId, "b", ttl);
       expect(second).not.toBeNull();
       expect(second!.generation).toBeGreaterThan(first.generation);
       // A second release of the old handle does not free the new holder.
@@ -123,9 +128,9 @@ export function describeLeaseContract(name: string, make: () => Promise<LeaseFix
     });
 
     it("20 concurrent acquires after a release still give exactly one handle", async () => {
-      const first = (await lease.acquire(threadId, "a", TTL))!;
+      const first = (await lease.acquire(threadId, "a", ttl))!;
       await lease.release(first);
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => lease.acquire(threadId, `h${i}`, TTL)));
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => lease.acquire(threadId, `h${i}`, ttl)));
       expect(results.filter((r) => r !== null)).toHaveLength(1);
     });
   });

@@ -11,6 +11,11 @@ import type { HttpEnv } from "../env.js";
 export function errorHandler({ ids, dev }: { ids: Ids; dev: boolean }) {
   return function onError(error: Error, c: Context<HttpEnv>): Response {
     if (isHttpError(error)) return c.json(error.body, error.status as 400, error.headers);
+    if ((error as { code?: string }).code === "unavailable") {
+      const errorId = ids.errorId();
+      c.get("logger")?.warning("request failed: storage unavailable", { error_id: errorId });
+      return c.json({ detail: `The service is unavailable (database unreachable). Reference: ${errorId}.`, error_id: errorId }, 503);
+    }
     const errorId = ids.errorId();
     c.get("logger")?.error("unhandled error", {
       error_id: errorId,

@@ -37,6 +37,13 @@ export function createMemoryStore(): Store {
       );
       return rows.slice(query.offset, query.offset + query.limit);
     },
+    async idleThreads(before, limit) {
+      return [...threads.values()]
+        .filter((e) => e.row.updated_at < before)
+        .sort((a, b) => (a.row.updated_at < b.row.updated_at ? -1 : 1))
+        .slice(0, limit)
+        .map((e) => e.row.thread_id);
+    },
     async deleteThread(threadId) {
       const entry = threads.get(threadId);
       if (!entry) return false;

@@ -1,0 +1,59 @@
+/**
+ * Database health: every query runs through the guard. A connection failure marks the database
+ * down (agent_database_up 0, one WARNING without traceback) and becomes DatabaseUnavailable,
+ * which routes answer 503; the next query that succeeds marks it up again, without a restart.
+ */
+import type { Logger } from "../../observability/logger.js";
+import { DatabaseUnavailable } from "./connect.js";
+
+export type Guard = <T>(work: () => Promise<T>) => Promise<T>;
+
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "EPIPE",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+  "08000",
+  "08003",
+  "08006",
+  "08001",
+  "08004",
+]);
+
+export function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" && CONNECTION_CODES.has(code);
+}
+
+export function createGuard(logger: Logger, onHealth: (up: boolean) => void): Guard & { readonly up: boolean } {
+  let up = true;
+  const guard = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      const result = await work();
+      if (!up) {
+        up = true;
+        onHealth(true);
+        logger.info("database reachable again");
+      }
+      return result;
+    } catch (error) {
+      if (!isConnectionError(error)) throw error;
+      if (up) {
+        up = false;
+        onHealth(false);
+        logger.warning("database unreachable", { error_code: String((error as { code?: unknown }).code) });
+      }
+      throw new DatabaseUnavailable({ cause: error });
+    }
+  };
+  return Object.defineProperty(guard, "up", { get: () => up }) as Guard & { readonly up: boolean };
+}

@@ -1,0 +1,47 @@
+/// <reference types="node" />
+/**
+ * The Postgres adapters, loaded lazily by createApp when CHECKPOINTER=sql (Node only; the
+ * worker build swaps this module for a stub).
+ */
+import type { Logger } from "../../observability/logger.js";
+import type { Store, ThreadLease } from "../ports.js";
+import { connect, migrate } from "./connect.js";
+import { createGuard, type Guard } from "./health.js";
+import { createPostgresLease, markLostRuns } from "./lease.js";
+import { createPostgresStore } from "./store.js";
+
+export interface PostgresAdapters {
+  readonly store: Store;
+  readonly lease: ThreadLease;
+}
+
+export async function openPostgres(options: {
+  dsn: string;
+  min: number;
+  max: number;
+  schema?: string | undefined;
+  logger: Logger;
+  onHealth: (up: boolean) => void;
+}): Promise<PostgresAdapters> {
+  const sql = connect({ ...options, ...(options.schema ? { schema: options.schema } : {}) });
+  const health = createGuard(options.logger, options.onHealth);
+  // The schema is made on first contact, so a database that is down at startup only delays it:
+  // requests answer 503 meanwhile, and the service recovers without a restart.
+  let migrated: Promise<void> | undefined;
+  const guard: Guard = (work) =>
+    health(async () => {
+      migrated ??= migrate(sql, options.schema).catch((error: unknown) => {
+        migrated = undefined;
+        throw error;
+      });
+      await migrated;
+      return work();
+    });
+  await guard(async () => {}).catch((error: unknown) => {
+    options.logger.warning("database not reachable at startup; requests answer 503 until it is", { error_type: error instanceof Error ? error.name : "Error" });
+  });
+  return {
+    store: { ...createPostgresStore(sql, guard), markLostRuns: (graceMs: number) => markLostRuns(sql, guard, graceMs) },
+    lease: createPostgresLease(sql, guard),
+  };
+}

@@ -1,0 +1,220 @@
+/// <reference types="node" />
+/**
+ * The Store port on PostgreSQL. Every method is one round trip; writes a run makes carry the
+ * lease generation and the database refuses them once the lease moved on (fencing), so a
+ * replica that stalled and lost its lease cannot overwrite the new holder's state. Text is
+ * stored with U+FFFD in place of U+0000 (PostgreSQL text cannot hold NUL).
+ */
+import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
+import type { LeaseHandle, ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
+import type { Sql } from "./connect.js";
+import type { Guard } from "./health.js";
+
+/** A fenced write found the lease gone: the run stops as interrupted. */
+export class LeaseLost extends Error {
+  override name = "LeaseLost";
+}
+
+const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString().replace("Z", "+00:00"));
+
+/** U+0000 cannot be stored in text or jsonb: replaced by U+FFFD everywhere in a value. */
+export function withoutNul<T>(value: T): T {
+  if (typeof value === "string") return (value.includes("\u0000") ? value.replace(/\u0000/g, "\ufffd") : value) as T;
+  if (Array.isArray(value)) return value.map(withoutNul) as T;
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[withoutNul(k)] = withoutNul(v);
+    return out as T;
+  }
+  return value;
+}
+
+type Row = Record<string, unknown>;
+
+function threadOf(r: Row): ThreadRow {
+  return { thread_id: r.thread_id as string, owner: r.owner as string, actor: (r.actor as string | null) ?? null, created_at: iso(r.created_at as Date)!, updated_at: iso(r.updated_at as Date)! };
+}
+
+function runOf(r: Row): RunRecord {
+  return {
+    run_id: r.run_id as string,
+    thread_id: r.thread_id as string,
+    status: r.status as RunRecord["status"],
+    error_type: (r.error_type as string | null) ?? null,
+    error_id: (r.error_id as string | null) ?? null,
+    principal_hash: r.principal_hash as string,
+    actor: (r.actor as string | null) ?? null,
+    metadata: (r.metadata as RunRecord["metadata"]) ?? {},
+    usage: (r.usage as RunRecord["usage"]) ?? { input_tokens: 0, output_tokens: 0 },
+    created_at: iso(r.created_at as Date)!,
+    updated_at: iso(r.updated_at as Date)!,
+    ended_at: iso((r.ended_at as Date | null) ?? null),
+    latency_ms: (r.latency_ms as number | null) ?? null,
+    resumed_from: (r.resumed_from as string | null) ?? null,
+    resumed_by: (r.resumed_by as string | null) ?? null,
+  };
+}
+
+function approvalOf(r: Row): ApprovalRecord {
+  return { ...(r.shown as Omit<ApprovalRecord, "internal">), internal: r.internal as ApprovalRecord["internal"] };
+}
+
+const RUN_COLUMNS: Record<string, string> = {
+  status: "status",
+  error_type: "error_type",
+  error_id: "error_id",
+  principal_hash: "principal_hash",
+  actor: "actor",
+  metadata: "metadata",
+  usage: "usage",
+  created_at: "created_at",
+  updated_at: "updated_at",
+  ended_at: "ended_at",
+  latency_ms: "latency_ms",
+  resumed_from: "resumed_from",
+  resumed_by: "resumed_by",
+};
+
+export function createPostgresStore(sql: Sql, guard: Guard): Store {
+  const json = (v: unknown) => sql.json(withoutNul(v) as never);
+
+  return {
+    getThread: (id) => guard(async () => {
+      const [r] = await sql`SELECT * FROM threads WHERE thread_id = ${id}`;
+      return r ? threadOf(r) : null;
+    }),
+    createThread: (row) => guard(async () => {
+      const [r] = await sql`
+        WITH ins AS (
+          INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
+          VALUES (${row.thread_id}, ${row.owner}, ${row.actor}, ${row.created_at}, ${row.updated_at})
+          ON CONFLICT (thread_id) DO NOTHING RETURNING *, true AS created
+        )
+        SELECT * FROM ins UNION ALL SELECT *, false AS created FROM threads WHERE thread_id = ${row.thread_id} AND NOT EXISTS (SELECT 1 FROM ins)`;
+      return { created: Boolean(r!.created), row: threadOf(r!) };
+    }),
+    listThreads: (q: ListThreadsQuery) => guard(async () => {
+      const rows = await sql`
+        SELECT * FROM threads
+        WHERE (${q.owner ?? null}::text IS NULL OR owner = ${q.owner ?? null})
+          AND (${q.actor ?? null}::text IS NULL OR actor = ${q.actor ?? null})
+        ORDER BY updated_at DESC, thread_id ASC LIMIT ${q.limit} OFFSET ${q.offset}`;
+      return rows.map(threadOf);
+    }),
+    idleThreads: (before, limit) => guard(async () => {
+      const rows = await sql`SELECT thread_id FROM threads WHERE updated_at < ${before} ORDER BY updated_at LIMIT ${limit}`;
+      return rows.map((r) => r.thread_id as string);
+    }),
+    deleteThread: (id) => guard(async () => {
+      const rows = await sql`DELETE FROM threads WHERE thread_id = ${id} RETURNING 1`;
+      return rows.length > 0;
+    }),
+    getMessages: (id) => guard(async () => {
+      const rows = await sql`SELECT message FROM messages WHERE thread_id = ${id} ORDER BY seq`;
+      return rows.map((r) => r.message as Message);
+    }),
+    appendMessages: (id, messages, at, fence?: LeaseHandle) => guard(async () => {
+      if (messages.length === 0) return;
+      const batch = json(messages);
+      const [r] = fence
+        ? await sql`
+          WITH fence AS (SELECT 1 FROM leases WHERE thread_id = ${id} AND generation = ${fence.generation}),
+          ins AS (
+            INSERT INTO messages (thread_id, message)
+            SELECT ${id}, m FROM jsonb_array_elements(${batch}) WITH ORDINALITY AS t(m, n)
+            WHERE EXISTS (SELECT 1 FROM fence) ORDER BY n RETURNING 1
+          ),
+          upd AS (UPDATE threads SET updated_at = ${at} WHERE thread_id = ${id} AND EXISTS (SELECT 1 FROM fence))
+          SELECT count(*)::int AS n FROM ins`
+        : await sql`
+          WITH ins AS (
+            INSERT INTO messages (thread_id, message)
+            SELECT ${id}, m FROM jsonb_array_elements(${batch}) WITH ORDINALITY AS t(m, n) ORDER BY n RETURNING 1
+          ),
+          upd AS (UPDATE threads SET updated_at = ${at} WHERE thread_id = ${id})
+          SELECT count(*)::int AS n FROM ins`;
+      if (fence && r!.n !== messages.length) throw new LeaseLost("the thread's lease moved on; the write was refused");
+    }),
+    createRun: (run) => guard(async () => {
+      await sql`
+        INSERT INTO runs (run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage,
+                          created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by)
+        VALUES (${run.run_id}, ${run.thread_id}, ${run.status}, ${run.error_type}, ${run.error_id}, ${run.principal_hash},
+                ${run.actor}, ${json(run.metadata)}, ${json(run.usage)}, ${run.created_at}, ${run.updated_at},
+                ${run.ended_at}, ${run.latency_ms}, ${run.resumed_from}, ${run.resumed_by})`;
+    }),
+    updateRun: (runId, patch) => guard(async () => {
+      const values: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(patch)) {
+        const column = RUN_COLUMNS[k];
+        if (column && v !== undefined) values[column] = k === "metadata" || k === "usage" ? json(v) : v;
+      }
+      if (Object.keys(values).length === 0) return;
+      await sql`UPDATE runs SET ${sql(values)} WHERE run_id = ${runId}`;
+    }),
+    getRun: (runId) => guard(async () => {
+      const [r] = await sql`SELECT * FROM runs WHERE run_id = ${runId}`;
+      return r ? runOf(r) : null;
+    }),
+    listRuns: (threadId) => guard(async () => {
+      const rows = await sql`SELECT * FROM runs WHERE thread_id = ${threadId} ORDER BY created_at, run_id`;
+      return rows.map(runOf);
+    }),
+    createApproval: (a) => guard(async () => {
+      const { internal, ...shown } = a;
+      await sql`
+        INSERT INTO approvals (approval_id, thread_id, run_id, status, requester, requester_actor, approvers, created_at, expires_at, shown, internal)
+        VALUES (${a.approval_id}, ${a.thread_id}, ${a.run_id}, ${a.status}, ${a.requester}, ${a.requester_actor},
+                ${sql.array([...a.approvers])}, ${a.created_at}, ${a.expires_at}, ${json(shown)}, ${json(internal)})`;
+    }),
+    getApproval: (id) => guard(async () => {
+      const [r] = await sql`SELECT shown, internal FROM approvals WHERE approval_id = ${id}`;
+      return r ? approvalOf(r) : null;
+    }),
+    listApprovals: (q: ListApprovalsQuery) => guard(async () => {
+      const v = q.visibleTo;
+      const roles = (v?.roles ?? []).map((r) => `role:${r}`);
+      const rows = await sql`
+        SELECT shown, internal FROM approvals
+        WHERE (${q.thread_id ?? null}::text IS NULL OR thread_id = ${q.thread_id ?? null})
+          AND (${q.run_id ?? null}::text IS NULL OR run_id = ${q.run_id ?? null})
+          AND (${q.status ?? null}::text IS NULL OR status = ${q.status ?? null})
+          AND (${v ? 1 : 0}::int = 0 OR requester = ${v?.requester ?? ""} OR approvers && ${sql.array(roles)}::text[])
+        ORDER BY created_at DESC, approval_id DESC LIMIT ${q.limit} OFFSET ${q.offset}`;
+      return rows.map(approvalOf);
+    }),
+    decideApproval: (id, d: ApprovalDecision) => guard(async () => {
+      const patch = withoutNul({ status: d.status, decided_by: d.decided_by, decided_via: d.decided_via, decided_at: d.decided_at, comment: d.comment });
+      const drop = d.dropCall ? { query: null, body: null } : {};
+      const [r] = await sql`
+        UPDATE approvals SET status = ${d.status},
+          shown = shown || ${sql.json(patch as never)} || ${sql.json(drop as never)}
+        WHERE approval_id = ${id} AND status = 'pending'
+        RETURNING shown, internal`;
+      return r ? approvalOf(r) : null;
+    }),
+    claimApprovalExecution: (id, at) => guard(async () => {
+      const rows = await sql`
+        UPDATE approvals SET internal = jsonb_set(internal, '{executed_at}', to_jsonb(${at}::text))
+        WHERE approval_id = ${id} AND status = 'approved' AND internal->>'executed_at' IS NULL
+        RETURNING 1`;
+      return rows.length > 0;
+    }),
+    recordApprovalResult: (id, result) => guard(async () => {
+      // The exact call is no longer needed once sent: keep only its answer.
+      await sql`
+        UPDATE approvals SET internal = internal || ${sql.json({ result: withoutNul(result), call: { query: [], body: null } } as never)}
+        WHERE approval_id = ${id}`;
+    }),
+    dueApprovals: (now) => guard(async () => {
+      const rows = await sql`SELECT shown, internal FROM approvals WHERE status = 'pending' AND expires_at <= ${now} ORDER BY expires_at LIMIT 500`;
+      return rows.map(approvalOf);
+    }),
+    ping: () => guard(async () => {
+      await sql`SELECT 1`;
+    }),
+    close: async () => {
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
