@@ -41,12 +41,12 @@ export async function chooseAuthPolicy(
 }
 
 /** Spec 5.8: credential modes of the API policy that the auth policy cannot serve. */
-export function authCompatibilityProblems(policy: Policy | undefined, settings: Settings): string[] {
+export function authCompatibilityProblems(policy: Policy | undefined, settings: Settings, auth: AuthPolicy["name"]): string[] {
   const problems: string[] = [];
   for (const [name, api] of policy?.apis ?? []) {
-    if (settings.AUTH_POLICY === "shared-bearer" && (api.auth === "forward" || api.auth === "exchange"))
+    if (auth === "shared-bearer" && (api.auth === "forward" || api.auth === "exchange"))
       problems.push(`apis.${name}.auth ${api.auth} needs per-user credentials; shared-bearer has none`);
-    if (settings.AUTH_POLICY === "jwt" && api.auth === "forward" && !api.forwardAudience)
+    if (auth === "jwt" && api.auth === "forward" && !api.forwardAudience)
       problems.push(`apis.${name}.auth forward under jwt needs forward_audience`);
     if (api.auth === "exchange" && !settings.dev)
       for (const v of ["TOKEN_EXCHANGE_URL", "TOKEN_EXCHANGE_CLIENT_ID", "TOKEN_EXCHANGE_CLIENT_SECRET"] as const)

@@ -66,12 +66,11 @@ export async function createJwtPolicy(deps: Deps): Promise<JwtPolicy> {
       }
       return key;
     };
-    try {
-      const alg = s.AUTH_JWT_ALGORITHMS.find((a) => !a.startsWith("HS"));
-      if (alg) await publicKey({ alg });
-    } catch {
+    // Usable when it imports for at least one allowed algorithm (an EC key under RS256,ES256 is fine).
+    const asymmetric = s.AUTH_JWT_ALGORITHMS.filter((a) => !a.startsWith("HS"));
+    const usable = await Promise.all(asymmetric.map((alg) => publicKey!({ alg }).then(() => true, () => false)));
+    if (asymmetric.length > 0 && !usable.includes(true))
       problems.push("AUTH_JWT_PUBLIC_KEY is not a PEM public key or certificate for the allowed algorithms");
-    }
   }
   const secret = s.AUTH_JWT_SECRET ? new TextEncoder().encode(s.AUTH_JWT_SECRET) : undefined;
   const resolve: KeyResolver = async (header) => {
