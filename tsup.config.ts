@@ -20,6 +20,7 @@ export default defineConfig([
     platform: "neutral",
     target: "es2022",
     noExternal: [/.*/],
+    splitting: false,
     mainFields: ["module", "main"],
     esbuildOptions(options) {
       options.conditions = ["workerd", "worker", "browser", "import", "default"];

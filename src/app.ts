@@ -6,6 +6,7 @@ import { DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS } from "./agent/default-agent.js";
 import type { Model } from "./agent/model.js";
 import { modelFactory } from "./agent/providers/index.js";
 import { createRunRegistry } from "./agent/registry.js";
+import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./agent/structured.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { startSweeper } from "./approvals/sweep.js";
 import { every, sweepRetention } from "./store/retention.js";
@@ -62,6 +63,8 @@ export interface CreateAppOptions {
   readonly approvalGate?: ApprovalGate;
   /** A custom auth policy (spec 5.4): used whenever given (AUTH_POLICY=custom without one answers 503). */
   readonly authPolicy?: CustomAuthPolicy;
+  /** A response schema given as an object (for runtimes without files); wins over RESPONSE_SCHEMA_PATH. */
+  readonly responseSchema?: Readonly<Record<string, unknown>>;
   /** Internal, for tests: a PostgreSQL schema of its own (created if missing). */
   readonly sqlSchema?: string;
   /** Internal, for tests: how often expired approvals are swept (default 5 s). */
@@ -114,12 +117,13 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
 
   const outboundFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
   const auth = await chooseAuthPolicy(settings, options.authPolicy, { fetch: outboundFetch, clock, ids, logger });
-  const compatibility = authCompatibilityProblems(policy?.policy, settings);
+  const compatibility = authCompatibilityProblems(policy?.policy, settings, auth.name);
   if (compatibility.length > 0) {
     if (!settings.dev) throw new ConfigurationError(`The API policy does not fit the auth policy: ${compatibility.join("; ")}.`);
     for (const problem of compatibility) logger.error(`API policy and auth policy: ${problem}`);
   }
 
+  const responseSchema = await loadResponseSchema(settings, readText, options.responseSchema);
   const metrics = createMetrics();
   let store = options.store;
   let lease = options.lease;
@@ -168,6 +172,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     hashPrincipal,
     model: model ? () => model : modelFactory(settings),
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
+    responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
     tools,
     policyClient,
     runs,
@@ -176,6 +181,17 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     pauses,
     instanceId: ids.requestId(),
   };
+  if (responseSchema && settings.RESPONSE_FORMAT_STRATEGY === "provider") {
+    // "provider" forces the provider's structured output: a model that cannot take the schema stops startup.
+    let structuredOutput: boolean | undefined;
+    try {
+      structuredOutput = deps.model().structuredOutput;
+    } catch {
+      structuredOutput = undefined; // the model is not configured yet: runs will say so
+    }
+    if (structuredOutput === false)
+      throw new ConfigurationError(`RESPONSE_FORMAT_STRATEGY is provider, but MODEL_PROVIDER ${settings.MODEL_PROVIDER} cannot send the response schema.`);
+  }
   const router = buildRouter(deps);
   const stopSweeper = startSweeper(deps, options.sweepIntervalMs ?? 5_000);
   const stops = [stopSweeper];
@@ -199,4 +215,18 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       await store.close();
     },
   };
+}
+
+/** RESPONSE_SCHEMA_PATH: `none` disables; a named file must exist; the default file may be absent. */
+async function loadResponseSchema(settings: Settings, readText: ReadText, given: Readonly<Record<string, unknown>> | undefined): Promise<ResponseSchema | undefined> {
+  if (given) return readResponseSchema(JSON.stringify(given), "given to createApp");
+  const setting = settings.RESPONSE_SCHEMA_PATH;
+  if (setting === "none") return undefined;
+  const path = setting ?? "response_schema.json";
+  const text = await readText(path);
+  if (text === undefined) {
+    if (setting !== undefined) throw new ConfigurationError(`RESPONSE_SCHEMA_PATH names a file that does not exist.`);
+    return undefined;
+  }
+  return readResponseSchema(text, path);
 }

@@ -1,5 +1,6 @@
 /** Everything the routes and the domain need, built once by createApp from ready adapters. */
 import type { Model } from "./agent/model.js";
+import type { AnswerChecker, ResponseSchema } from "./agent/structured.js";
 import type { Tool } from "./agent/tools/define.js";
 import type { AuthPolicy } from "./auth/policy.js";
 import type { PrincipalHasher } from "./auth/hashing.js";
@@ -27,6 +28,8 @@ export interface Deps {
   /** Builds the model for a run; throws ConfigurationError naming a missing setting. */
   readonly model: () => Model;
   readonly system: string;
+  /** Set when a response schema is configured (spec 4.1). */
+  readonly responseSchema: { readonly schema: ResponseSchema; readonly checker: AnswerChecker; readonly strategy: "auto" | "provider" | "tool" } | undefined;
   readonly tools: ReadonlyMap<string, Tool>;
   /** The outbound policy client; undefined without a policy (every call is then refused). */
   readonly policyClient: PolicyClient | undefined;

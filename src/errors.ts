@@ -21,6 +21,7 @@ export type ErrorCode =
   | "api_policy"
   | "api_call"
   | "paused"
+  | "invalid_structured_response"
   | "internal";
 
 export class AppError extends Error {

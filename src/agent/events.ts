@@ -34,5 +34,7 @@ export type RunEvent =
       /** Paused runs: the first approval of the pause and all of them. */
       approval?: PublicApproval;
       approvals?: PublicApproval[];
+      /** A completed run with a response schema: the checked answer. */
+      structured_response?: JsonValue;
     }
   | { type: "error"; code: SseErrorCode; message: string; error_id: string; run_id: string; detail?: string };

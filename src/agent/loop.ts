@@ -4,7 +4,15 @@
  * model turn and a tool turn are one step each, so answering takes two and each sequential tool
  * turn two more (limit 50: 24 tool turns, then the answer).
  */
-import { isAppError } from "../errors.js";
+import { AppError, isAppError } from "../errors.js";
+
+/** No try of the answer fitted the response schema (SSE error invalid_structured_response). */
+export class StructuredAnswerError extends AppError {
+  constructor() {
+    super("invalid_structured_response", "No try of the answer fitted the response schema.");
+    this.name = "StructuredAnswerError";
+  }
+}
 import type { Ids } from "../ids.js";
 import { type JsonValue, wellFormed } from "../json.js";
 import type { Logger } from "../observability/logger.js";
@@ -13,6 +21,7 @@ import type { RunEvent, Usage } from "./events.js";
 import { INVALID_ARGUMENTS_PREFIX, MAX_ARGUMENT_RETRIES, type Model, type ToolSpec } from "./model.js";
 import type { Tool, ToolContext } from "./tools/define.js";
 import type { ToolCallScope } from "../policy/client.js";
+import { type AnswerChecker, FINAL_ANSWER_TOOL, MAX_STRUCTURED_TRIES, type ResponseSchema, STRUCTURED_RETRY_PREFIX } from "./structured.js";
 
 export const STEP_LIMIT_REPLY =
   "I stopped here because this request needed more steps than one run allows. Say 'continue' and I will pick up where I left off.";
@@ -37,6 +46,8 @@ export interface LoopOptions {
   readonly apiFor: (call: ToolCallScope) => ToolContext["api"];
   /** True when the tool call registered an approval to wait for. */
   readonly isPaused: (toolCallId: string) => boolean;
+  /** Set when answers must fit a response schema. */
+  readonly structured?: StructuredAnswers;
   /** Set when the run resumes after an approval decision: the calls that waited, and the turn's words. */
   readonly resume?: { readonly calls: readonly ToolCall[]; readonly reason: string };
 }
@@ -44,14 +55,30 @@ export interface LoopOptions {
 export interface LoopResult {
   status: "ok" | "step_limit" | "awaiting_approval";
   usage: Usage;
+  /** The checked answer of a run with a response schema. */
+  structured?: JsonValue;
+}
+
+/** Structured answers: how the answer is asked for, and its checker. */
+export interface StructuredAnswers {
+  readonly strategy: "provider" | "tool";
+  readonly schema: ResponseSchema;
+  readonly checker: AnswerChecker;
 }
 
 export async function runLoop(options: LoopOptions): Promise<LoopResult> {
   const { model, system, tools, recursionLimit, signal, ids, messages, emit, persist } = options;
   const specs: ToolSpec[] = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
+  const structured = options.structured;
+  if (structured?.strategy === "tool")
+    specs.push({ name: FINAL_ANSWER_TOOL, description: "Give the final answer, as arguments that fit its schema. Call it exactly once, when done.", parameters: structured.schema });
+  const responseSchema = structured?.strategy === "provider" ? { name: "answer", schema: structured.schema } : undefined;
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
   let step = 0;
   let retries = 0;
+  /** Failed structured tries: sent back to the model, never kept in the thread. */
+  let scratch: Message[] = [];
+  let tries = 0;
 
   // A run resumed after an approval decision first finishes the tool calls that waited.
   if (options.resume) {
@@ -64,10 +91,12 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
     step += 1;
     let text = "";
     const calls: { id: string; name: string; arguments: string }[] = [];
-    for await (const event of model.stream({ system, messages, tools: specs, signal })) {
+    const request = { system, messages: scratch.length > 0 ? [...messages, ...scratch] : messages, tools: specs, signal, ...(responseSchema ? { responseSchema } : {}) };
+    for await (const event of model.stream(request)) {
       if (event.type === "text") {
         text += event.text;
-        emit({ type: "message.delta", text: event.text });
+        // With a response schema only the checked answer is streamed.
+        if (!structured) emit({ type: "message.delta", text: event.text });
       } else if (event.type === "tool_call") calls.push(event);
       else {
         usage.input_tokens += event.input_tokens;
@@ -75,6 +104,30 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
       }
     }
     signal.throwIfAborted();
+
+    if (structured) {
+      const final = calls.find((c) => c.name === FINAL_ANSWER_TOOL);
+      const candidate = structured.strategy === "tool" ? final?.arguments : calls.length === 0 ? text : undefined;
+      if (candidate !== undefined || (structured.strategy === "tool" && calls.length === 0)) {
+        const { value, problems } = candidate === undefined ? { value: undefined, problems: [`call the ${FINAL_ANSWER_TOOL} tool with the answer`] } : structured.checker.check(candidate);
+        if (problems.length === 0 && value !== undefined) {
+          const json = JSON.stringify(value);
+          emit({ type: "message.delta", text: json });
+          await commit([{ id: ids.messageId(), role: "assistant", content: json }]);
+          return { status: "ok", usage, structured: value };
+        }
+        tries += 1;
+        if (tries >= MAX_STRUCTURED_TRIES) throw new StructuredAnswerError();
+        scratch = [
+          ...scratch,
+          { id: ids.messageId(), role: "assistant", content: candidate ?? text },
+          { id: ids.messageId(), role: "user", content: `${STRUCTURED_RETRY_PREFIX} ${problems.join("; ")}. Answer again.` },
+        ];
+        step -= 1;
+        continue;
+      }
+      scratch = [];
+    }
 
     if (calls.length === 0) {
       await commit([{ id: ids.messageId(), role: "assistant", content: text }]);

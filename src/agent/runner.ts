@@ -129,6 +129,12 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         messages = [...history, ...repairs, user];
       }
       const model = deps.model();
+      const rs = deps.responseSchema;
+      const structured = rs && {
+        schema: rs.schema,
+        checker: rs.checker,
+        strategy: rs.strategy === "tool" || (rs.strategy === "auto" && !model.structuredOutput) ? ("tool" as const) : ("provider" as const),
+      };
       const result = await runLoop({
         model,
         system: deps.system,
@@ -146,6 +152,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
           ? deps.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
           : () => noPolicyClient,
         isPaused: (toolCallId) => deps.pauses.isPaused(runId, toolCallId),
+        ...(structured ? { structured } : {}),
         ...(resume ? { resume } : {}),
       });
       Object.assign(usage, result.usage);
@@ -158,6 +165,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         latency_ms: Math.round(performance.now() - started),
         status: result.status,
         ...(waiting.length > 0 ? { approval: waiting[0], approvals: waiting } : {}),
+        ...(result.structured !== undefined ? { structured_response: result.structured } : {}),
       });
       return { status: result.status, errorType: null, errorId: null };
     } catch (error) {
@@ -173,6 +181,11 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
       if (isAppError(error) && error.code === "unavailable") {
         logger.warning("run failed: database unreachable", { error_id: errorId });
         emit(errorEvent("unavailable", `The database is unreachable. Reference: ${errorId}.`, errorId, runId));
+        return { status: "error", errorType: error.name, errorId };
+      }
+      if (isAppError(error) && error.code === "invalid_structured_response") {
+        logger.warning("no answer fitted the response schema", { error_id: errorId });
+        emit(errorEvent("invalid_structured_response", `No answer fitted the response schema. Reference: ${errorId}.`, errorId, runId));
         return { status: "error", errorType: error.name, errorId };
       }
       if (stopped?.kind === "timeout") {

@@ -20,7 +20,9 @@ export default {
     if (!app) {
       const vars: Record<string, string> = {};
       for (const [k, v] of Object.entries(env)) if (typeof v === "string") vars[k] = v;
-      app = createApp({ env: vars });
+      // No files on workerd: a response schema or an API policy come as text bindings.
+      const schema = vars.RESPONSE_SCHEMA ? (JSON.parse(vars.RESPONSE_SCHEMA) as Record<string, unknown>) : undefined;
+      app = createApp({ env: vars, ...(schema ? { responseSchema: schema } : {}), ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}) });
     }
     let ready: App;
     try {

@@ -64,3 +64,42 @@ describe("module worker in workerd", () => {
     await res.arrayBuffer();
   });
 });
+
+describe("structured answers in workerd", () => {
+  let structured: Miniflare;
+  const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };
+
+  beforeAll(async () => {
+    structured = new Miniflare({
+      modules: true,
+      scriptPath: "dist/worker.js",
+      compatibilityDate: COMPATIBILITY_DATE,
+      compatibilityFlags: [],
+      bindings: { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", RESPONSE_SCHEMA: JSON.stringify(schema) },
+    });
+    await structured.ready;
+  });
+  afterAll(async () => {
+    await structured?.dispose();
+  });
+
+  const ask = async (message: string) => {
+    const res = await structured.dispatchFetch("http://localhost/chat", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ message }),
+    });
+    return parseSse(await res.text());
+  };
+
+  it("streams only the fitting try, checked without code generation", async () => {
+    const events = await ask('/json {"city": 3}\n/json {"city":"Lyon"}');
+    expect(events.filter((e) => e.event === "message.delta").map((e) => e.data.text)).toEqual(['{"city":"Lyon"}']);
+    expect(events.at(-1)!.data.structured_response).toEqual({ city: "Lyon" });
+  });
+
+  it("ends with invalid_structured_response after three wrong tries", async () => {
+    const events = await ask('/json {"city": 1}\n/json {}\n/json []');
+    expect(events.at(-1)).toMatchObject({ event: "error", data: { code: "invalid_structured_response" } });
+  });
+});

@@ -5,6 +5,7 @@
 import { ModelError } from "../../errors.js";
 import { codePointLength } from "../../json.js";
 import type { Message } from "../../store/ports.js";
+import { FINAL_ANSWER_TOOL, STRUCTURED_RETRY_PREFIX } from "../structured.js";
 import { INVALID_ARGUMENTS_PREFIX, MAX_ARGUMENT_RETRIES, type Model, type ModelEvent, type ModelRequest } from "../model.js";
 
 interface Script {
@@ -64,6 +65,7 @@ export function createFakeModel(name = "fake"): Model {
   return {
     provider: "fake",
     name,
+    structuredOutput: true,
     async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
       const { messages, signal } = request;
       const start = lastUserIndex(messages);
@@ -72,19 +74,29 @@ export function createFakeModel(name = "fake"): Model {
       if (signal.aborted) throw signal.reason;
       if (script.error) throw new ModelError("fake model: /error directive");
 
-      const after = messages.slice(start + 1);
+      const after = messages.slice(start + 1).filter((m) => !isRetryNote(m));
+      const tries = messages.slice(start + 1).filter(isRetryNote).length;
       const turn = completedTurns(after);
       const input = Math.ceil(charsSent(request) / 4);
       let produced = 0;
 
       const calls = script.loop ? [script.loop] : script.turns[turn];
-      if (calls && calls.length > 0) {
+      const candidate = script.json[Math.min(tries, script.json.length - 1)];
+      const finalTool = request.tools.some((t) => t.name === FINAL_ANSWER_TOOL);
+      if ((!calls || calls.length === 0) && candidate !== undefined && finalTool) {
+        // Structured answers, tool strategy: the answer is the final_answer tool's arguments.
+        produced += codePointLength(candidate);
+        yield { type: "tool_call", id: `call_${++callSeq}`, name: FINAL_ANSWER_TOOL, arguments: candidate };
+      } else if (calls && calls.length > 0) {
         for (const call of calls) {
           produced += codePointLength(call.name) + codePointLength(call.args);
           yield { type: "tool_call", id: `call_${++callSeq}`, name: call.name, arguments: call.args };
         }
       } else {
-        const answer = script.answer ?? (script.turns.length > 0 ? `done: ${lastResults(after).join("; ")}` : `echo: ${script.text}`);
+        const answer =
+          request.responseSchema && candidate !== undefined
+            ? candidate
+            : (script.answer ?? (script.turns.length > 0 ? `done: ${lastResults(after).join("; ")}` : `echo: ${script.text}`));
         produced += codePointLength(answer);
         for (const piece of pieces(answer)) yield { type: "text", text: piece };
       }
@@ -93,9 +105,14 @@ export function createFakeModel(name = "fake"): Model {
   };
 }
 
+/** The run's user message: the last one that is not the loop's note about a failed structured try. */
 function lastUserIndex(messages: readonly Message[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user") return i;
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user" && !isRetryNote(messages[i]!)) return i;
   return -1;
+}
+
+function isRetryNote(m: Message): boolean {
+  return m.role === "user" && m.content.startsWith(STRUCTURED_RETRY_PREFIX);
 }
 
 /**
