@@ -20,8 +20,9 @@ const approvalError = (status: number, code: string, detail: string, extra: Reco
 
 /** Null when the caller may decide; otherwise the refusal code. */
 export function refusalToDecide(caller: Caller, approval: ApprovalRecord, thread: ThreadRow): "not_an_approver" | "approval_direct_only" | null {
-  const requester = approval.requester === caller.hash;
   const actor = caller.principal.actor;
+  // The user calling directly owns what their agents asked for; an agent only its own requests.
+  const requester = approval.requester === caller.hash && (actor === null || approval.requester_actor === actor.id);
   if (actor) {
     // A delegated principal never decides as a role approver; it relays the requester's
     // decision only where the rule says so and through the agent that started the thread.

@@ -35,7 +35,11 @@ export async function resumeAfterDecision(
       await deps.lease.release(lease);
       return { kind: "nothing" };
     }
-    const caller = input.decider && input.decider.hash === approval.requester ? input.decider : requesterOf(approval);
+    // The resumed run acts as the requester: the decider itself only when it is that same
+    // principal through the same agent (so it keeps its credentials), else rebuilt from the approval.
+    const d = input.decider;
+    const same = d !== null && d.hash === approval.requester && (d.principal.actor?.id ?? null) === approval.requester_actor;
+    const caller = same ? d : requesterOf(approval);
     const run = await startRun(deps, {
       caller,
       threadId: approval.thread_id,
