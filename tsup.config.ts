@@ -21,6 +21,8 @@ export default defineConfig([
     target: "es2022",
     noExternal: [/.*/],
     splitting: false,
+    // Keep `node:` specifiers visible to the stub plugin below instead of externalizing them.
+    removeNodeProtocol: false,
     mainFields: ["module", "main"],
     esbuildOptions(options) {
       options.conditions = ["workerd", "worker", "browser", "import", "default"];
@@ -34,6 +36,25 @@ export default defineConfig([
           build.onResolve({ filter: /store\/postgres\/index\.js$/ }, () => ({ path: "postgres-stub", namespace: "stub" }));
           build.onLoad({ filter: /.*/, namespace: "stub" }, () => ({
             contents: "export async function openPostgres() { throw new Error('CHECKPOINTER=sql is not available in the worker build'); }",
+            loader: "js",
+          }));
+        },
+      },
+      {
+        // The Anthropic SDK's main entry also carries local agent tools (shell, files) that import
+        // Node modules at the top; the model client never reaches them. On workerd those imports
+        // become a stub that fails only if something ever calls into it.
+        name: "node-builtins-stubbed-in-worker",
+        setup(build) {
+          // Only for dependencies: a Node import in our own src still fails this build.
+          build.onResolve({ filter: /^(node:)?(child_process|fs|fs\/promises|os|path|stream|util|readline|events|worker_threads|crypto)$/ }, (args) =>
+            args.importer.includes("/node_modules/") ? { path: args.path, namespace: "node-stub" } : undefined,
+          );
+          build.onLoad({ filter: /.*/, namespace: "node-stub" }, (args) => ({
+            contents: `const fail = () => { throw new Error(${JSON.stringify(`${args.path} is not available on workerd`)}); };
+export const once = fail;
+export class Worker { constructor() { fail(); } }
+export default {};`,
             loader: "js",
           }));
         },

@@ -1,11 +1,15 @@
 /**
  * Chooses the model from the settings. A missing MODEL_NAME or key is not a startup error
- * (spec 2.10): the service starts and each run fails naming the setting.
+ * (spec 2.10): the service starts and each run fails naming the setting. The model is built on
+ * the first run that needs it and kept.
  */
 import { ConfigurationError } from "../../errors.js";
 import type { Settings } from "../../settings/parse.js";
-import type { Model } from "../model.js";
+import type { Model, ProviderOptions } from "../model.js";
+import { createAnthropicModel } from "./anthropic.js";
 import { createFakeModel } from "./fake.js";
+import { createGeminiModel } from "./gemini.js";
+import { createOpenAIModel } from "./openai.js";
 
 const KEY_VARIABLE = {
   openai: "OPENAI_API_KEY",
@@ -14,18 +18,37 @@ const KEY_VARIABLE = {
   "openai-compatible": "MODEL_API_KEY",
 } as const;
 
-export function modelFactory(settings: Settings): () => Model {
+export function modelFactory(settings: Settings, fetchFn: typeof fetch): () => Model {
   const provider = settings.MODEL_PROVIDER;
   if (provider === "fake") {
     const model = createFakeModel(settings.MODEL_NAME ?? "fake");
     return () => model;
   }
+  let model: Model | undefined;
   return () => {
+    if (model) return model;
     if (!settings.MODEL_NAME) throw new ConfigurationError("The model is not configured: MODEL_NAME is not set.");
     const keyVariable = KEY_VARIABLE[provider];
-    if (!settings[keyVariable]) throw new ConfigurationError(`The model is not configured: ${keyVariable} is not set.`);
+    const apiKey = settings[keyVariable];
+    if (!apiKey) throw new ConfigurationError(`The model is not configured: ${keyVariable} is not set.`);
     if (provider === "openai-compatible" && !settings.OPENAI_BASE_URL)
       throw new ConfigurationError("The model is not configured: OPENAI_BASE_URL is not set.");
-    throw new ConfigurationError(`MODEL_PROVIDER ${provider} is not available in this release; use fake.`);
+    const options: ProviderOptions = {
+      model: settings.MODEL_NAME,
+      apiKey,
+      baseURL: provider === "openai" || provider === "openai-compatible" ? settings.OPENAI_BASE_URL : undefined,
+      timeoutMs: settings.MODEL_TIMEOUT_S > 0 ? settings.MODEL_TIMEOUT_S * 1000 : undefined,
+      maxRetries: settings.MODEL_MAX_RETRIES,
+      reasoningEffort: settings.MODEL_REASONING_EFFORT,
+      useResponsesApi: settings.MODEL_USE_RESPONSES_API,
+      fetch: fetchFn,
+    };
+    model =
+      provider === "anthropic"
+        ? createAnthropicModel(options)
+        : provider === "gemini"
+          ? createGeminiModel(options)
+          : createOpenAIModel({ ...options, provider });
+    return model;
   };
 }

@@ -1,0 +1,327 @@
+/**
+ * The Gemini provider over the REST API with `fetch` only (no SDK): streamGenerateContent with
+ * server-sent events. Retries, backoff and the per-request timeout are done here. Structured
+ * answers use the service's final_answer tool strategy (Gemini 2.x refuses a JSON response type
+ * together with function calling), so `structuredOutput` is false and no response schema is sent.
+ */
+import { ModelError } from "../../errors.js";
+import type { JsonValue } from "../../json.js";
+import type { Message } from "../../store/ports.js";
+import type { Model, ModelEvent, ModelRequest, ProviderOptions, ToolSpec } from "../model.js";
+
+const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
+const MAX_BACKOFF_MS = 2000;
+const BASE_BACKOFF_MS = 250;
+/**
+ * Gemini 3 rejects a replayed function call without its thought signature; Google documents this
+ * value for history whose signature is unknown (kept in another process, or older than the cache).
+ */
+const SKIP_SIGNATURE = "skip_thought_signature_validator";
+const SIGNATURE_CACHE_SIZE = 2000;
+
+/** Thought signatures by tool call id (ids are unique), so a replayed call carries the real one. */
+const signatures = new Map<string, string>();
+
+function rememberSignature(id: string, signature: string): void {
+  signatures.delete(id);
+  signatures.set(id, signature);
+  while (signatures.size > SIGNATURE_CACHE_SIZE) {
+    const oldest = signatures.keys().next().value;
+    if (oldest === undefined) break;
+    signatures.delete(oldest);
+  }
+}
+
+interface GeminiPart {
+  text?: string;
+  thought?: boolean;
+  thoughtSignature?: string;
+  functionCall?: { id?: string; name: string; args?: Record<string, JsonValue> };
+  functionResponse?: { name: string; response: Record<string, JsonValue> };
+}
+
+interface GeminiContent {
+  role: "user" | "model";
+  parts: GeminiPart[];
+}
+
+interface GeminiChunk {
+  candidates?: { content?: { parts?: GeminiPart[] } }[];
+  usageMetadata?: { promptTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number };
+  error?: unknown;
+}
+
+export function createGeminiModel(options: ProviderOptions): Model {
+  const base = (options.baseURL || DEFAULT_BASE_URL).replace(/\/+$/, "");
+  const modelId = options.model.replace(/^models\//, "");
+  const url = `${base}/v1beta/models/${encodeURIComponent(modelId)}:streamGenerateContent?alt=sse`;
+  const fetchImpl = options.fetch;
+  // Gemini 1.x/2.x neither send nor check thought signatures on function calls.
+  const needsSignature = !/^gemini-[12](\.|-)/.test(modelId);
+
+  return {
+    provider: "gemini",
+    name: options.model,
+    structuredOutput: false,
+    async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+      const { signal } = request;
+      const body = JSON.stringify(buildBody(request, needsSignature));
+      const headers = {
+        "content-type": "application/json",
+        accept: "text/event-stream",
+        "x-goog-api-key": options.apiKey,
+      };
+
+      let attempt = 0;
+      let response: Response;
+      let control: AttemptControl;
+      for (;;) {
+        if (signal.aborted) throw signal.reason;
+        control = new AttemptControl(signal, options.timeoutMs);
+        let failure: { kind: string; cause: unknown; retryAfter: string | null } | null = null;
+        try {
+          response = await fetchImpl(url, { method: "POST", headers, body, signal: control.signal, redirect: "error" });
+          control.resume();
+          if (response.ok && response.body) break;
+          const detail = response.ok ? "no body" : await readSnippet(response);
+          failure = {
+            kind: response.ok ? "empty response" : `status ${response.status}`,
+            cause: new Error(`HTTP ${response.status}: ${detail}`),
+            retryAfter: response.headers.get("retry-after"),
+          };
+          if (response.ok || !isRetryableStatus(response.status)) {
+            control.dispose();
+            throw new ModelError(`gemini request failed: ${failure.kind}`, { cause: failure.cause });
+          }
+        } catch (error) {
+          control.dispose();
+          if (signal.aborted) throw signal.reason;
+          if (failure === null) failure = { kind: control.timedOut ? "timeout" : "connection error", cause: error, retryAfter: null };
+          else if (error instanceof ModelError) throw error;
+        }
+        control.dispose();
+        if (attempt >= options.maxRetries) throw new ModelError(`gemini request failed: ${failure.kind}`, { cause: failure.cause });
+        attempt++;
+        await sleep(backoffMs(attempt, failure.retryAfter), signal);
+      }
+
+      let inputTokens = 0;
+      let outputTokens = 0;
+      let sawUsage = false;
+      let seq = 0;
+      const reader = response.body.getReader();
+      try {
+        for await (const data of sseData(reader)) {
+          control.resume();
+          let chunk: GeminiChunk;
+          try {
+            chunk = JSON.parse(data) as GeminiChunk;
+          } catch (error) {
+            throw new ModelError("gemini request failed: malformed response", { cause: error });
+          }
+          if (chunk.error !== undefined) {
+            throw new ModelError("gemini request failed: error in stream", { cause: new Error(JSON.stringify(chunk.error).slice(0, 1000)) });
+          }
+          const parts = chunk.candidates?.[0]?.content?.parts ?? [];
+          for (const part of parts) {
+            if (part.functionCall) {
+              const id = part.functionCall.id || `call_${randomId()}_${++seq}`;
+              if (part.thoughtSignature) rememberSignature(id, part.thoughtSignature);
+              yield { type: "tool_call", id, name: part.functionCall.name, arguments: JSON.stringify(part.functionCall.args ?? {}) };
+            } else if (typeof part.text === "string" && part.text && !part.thought) {
+              yield { type: "text", text: part.text };
+            }
+          }
+          const u = chunk.usageMetadata;
+          if (u) {
+            inputTokens = u.promptTokenCount ?? 0;
+            outputTokens = (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
+            sawUsage = true;
+          }
+        }
+      } catch (error) {
+        if (signal.aborted) throw signal.reason;
+        if (error instanceof ModelError) throw error;
+        throw new ModelError(`gemini request failed: ${control.timedOut ? "timeout" : "stream interrupted"}`, { cause: error });
+      } finally {
+        control.dispose();
+        reader.cancel().catch(() => {});
+      }
+      if (sawUsage) yield { type: "usage", input_tokens: inputTokens, output_tokens: outputTokens };
+    },
+  };
+}
+
+export function buildBody(request: ModelRequest, needsSignature = true): Record<string, unknown> {
+  const body: Record<string, unknown> = { contents: toGeminiContents(request.messages, needsSignature) };
+  if (request.system) body.systemInstruction = { parts: [{ text: request.system }] };
+  if (request.tools.length > 0) body.tools = [{ functionDeclarations: request.tools.map(toDeclaration) }];
+  return body;
+}
+
+/**
+ * Full JSON Schema goes in `parametersJsonSchema` (Gemini's `parameters` takes only an OpenAPI
+ * subset and refuses keywords such as `additionalProperties`).
+ */
+function toDeclaration(tool: ToolSpec): Record<string, unknown> {
+  const { $schema: _schema, ...parameters } = tool.parameters;
+  return { name: tool.name, description: tool.description, parametersJsonSchema: parameters };
+}
+
+/** History in Gemini's shape; consecutive contents of one role are merged. */
+export function toGeminiContents(messages: readonly Message[], needsSignature = true): GeminiContent[] {
+  const out: GeminiContent[] = [];
+  const push = (role: "user" | "model", parts: GeminiPart[]) => {
+    if (parts.length === 0) return;
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.parts.push(...parts);
+    else out.push({ role, parts });
+  };
+  for (const m of messages) {
+    if (m.role === "user") {
+      push("user", [{ text: m.content }]);
+    } else if (m.role === "assistant") {
+      const parts: GeminiPart[] = [];
+      if (m.content) parts.push({ text: m.content });
+      (m.tool_calls ?? []).forEach((call, i) => {
+        const part: GeminiPart = { functionCall: { name: call.name, args: call.args } };
+        const signature = signatures.get(call.id) ?? (needsSignature && i === 0 ? SKIP_SIGNATURE : undefined);
+        if (signature) part.thoughtSignature = signature;
+        parts.push(part);
+      });
+      push("model", parts);
+    } else {
+      const response: Record<string, JsonValue> = { content: m.content };
+      if (m.is_error) response.is_error = true;
+      push("user", [{ functionResponse: { name: m.name, response } }]);
+    }
+  }
+  return out;
+}
+
+/** Aborts one attempt on the caller's signal or after `timeoutMs` without progress. */
+class AttemptControl {
+  private readonly controller = new AbortController();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly onAbort: () => void;
+  timedOut = false;
+
+  constructor(
+    private readonly parent: AbortSignal,
+    private readonly timeoutMs: number | undefined,
+  ) {
+    this.onAbort = () => this.controller.abort(parent.reason);
+    parent.addEventListener("abort", this.onAbort, { once: true });
+    this.resume();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** (Re)starts the timeout: before the answer starts, then between streamed chunks. */
+  resume(): void {
+    this.pause();
+    if (this.timeoutMs === undefined || this.timeoutMs <= 0) return;
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort(new Error("model request timed out"));
+    }, this.timeoutMs);
+  }
+
+  pause(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  dispose(): void {
+    this.pause();
+    this.parent.removeEventListener("abort", this.onAbort);
+  }
+}
+
+function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+function backoffMs(attempt: number, retryAfter: string | null): number {
+  if (retryAfter !== null && retryAfter.trim() !== "") {
+    const seconds = Number(retryAfter);
+    if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, MAX_BACKOFF_MS);
+    const date = Date.parse(retryAfter);
+    if (!Number.isNaN(date)) return Math.min(Math.max(0, date - Date.now()), MAX_BACKOFF_MS);
+  }
+  const exp = Math.min(BASE_BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+  return exp * (1 - Math.random() * 0.25);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** The start of an error answer, for the log (the ModelError message never carries it). */
+async function readSnippet(response: Response): Promise<string> {
+  try {
+    const text = await response.text();
+    return text.slice(0, 1000);
+  } catch {
+    return "";
+  }
+}
+
+/** The `data` of each server-sent event (multi-line data joined with newlines). */
+async function* sseData(reader: ReadableStreamDefaultReader<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let data: string[] = [];
+  const flushLine = function* (line: string): Generator<string> {
+    if (line === "") {
+      if (data.length > 0) {
+        const joined = data.join("\n");
+        data = [];
+        if (joined.trim() && joined.trim() !== "[DONE]") yield joined;
+      }
+      return;
+    }
+    if (line.startsWith(":")) return;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") data.push(value);
+  };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let nl: number;
+    while ((nl = buffer.search(/\r\n|\r|\n/)) >= 0) {
+      const line = buffer.slice(0, nl);
+      const sepLength = buffer.startsWith("\r\n", nl) ? 2 : 1;
+      // A lone "\r" at the end of the buffer may be the first half of "\r\n": wait for more.
+      if (buffer[nl] === "\r" && sepLength === 1 && nl === buffer.length - 1) break;
+      buffer = buffer.slice(nl + sepLength);
+      yield* flushLine(line);
+    }
+  }
+  buffer += decoder.decode();
+  if (buffer) yield* flushLine(buffer);
+  yield* flushLine("");
+}
+
+function randomId(): string {
+  const bytes = new Uint8Array(9);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
