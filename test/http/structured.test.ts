@@ -92,3 +92,46 @@ describe("response schema file", () => {
     expect(answerText((await chat(app, { message: "hi" })).events)).toBe("echo: hi");
   });
 });
+
+describe("strategy auto picks the path per provider", () => {
+  /** A model that records its requests and answers with the final_answer tool or JSON text. */
+  function recording(structuredOutput: boolean) {
+    const requests: { tools: string[]; responseSchema: unknown }[] = [];
+    const model = {
+      provider: structuredOutput ? "openai" : "anthropic",
+      name: "m",
+      structuredOutput,
+      async *stream(request: import("../../src/index.js").ModelRequest) {
+        requests.push({ tools: request.tools.map((t) => t.name), responseSchema: request.responseSchema });
+        const answer = '{"city":"Oslo","temperature":3}';
+        if (request.tools.some((t) => t.name === "final_answer")) yield { type: "tool_call" as const, id: "c1", name: "final_answer", arguments: answer };
+        else yield { type: "text" as const, text: answer };
+      },
+    };
+    return { model, requests };
+  }
+
+  it("uses the provider's structured output when the model supports it with tools bound", async () => {
+    const { model, requests } = recording(true);
+    app = await makeApp({ RESPONSE_FORMAT_STRATEGY: "auto" }, { model, responseSchema: SCHEMA });
+    const { events } = await chat(app, { message: "weather?" });
+    expect(events.at(-1)!.data.structured_response).toEqual({ city: "Oslo", temperature: 3 });
+    expect(requests[0]!.responseSchema).toMatchObject({ schema: SCHEMA });
+    expect(requests[0]!.tools).not.toContain("final_answer");
+  });
+
+  it("falls back to the final_answer tool otherwise, never shown as a tool.call", async () => {
+    const { model, requests } = recording(false);
+    app = await makeApp({ RESPONSE_FORMAT_STRATEGY: "auto" }, { model, responseSchema: SCHEMA });
+    const { events } = await chat(app, { message: "weather?" });
+    expect(events.at(-1)!.data.structured_response).toEqual({ city: "Oslo", temperature: 3 });
+    expect(requests[0]!.responseSchema).toBeUndefined();
+    expect(requests[0]!.tools).toContain("final_answer");
+    expect(events.some((e) => e.event === "tool.call")).toBe(false);
+  });
+
+  it("strategy provider stops startup for a model that cannot send the schema", async () => {
+    const { model } = recording(false);
+    await expect(makeApp({ RESPONSE_FORMAT_STRATEGY: "provider" }, { model, responseSchema: SCHEMA })).rejects.toThrow(/cannot send the response schema/);
+  });
+});
