@@ -11,29 +11,72 @@
 //    the first chunk containing `event:`; autocannon's latency is time to the full response.
 // 4. RSS of idle streams: a fresh child (scripts/bench-chat-idle.mjs) per app, N idle streams
 //    opened by this process, the child's RSS read over IPC before and after.
+//
+// --sql [--dsn postgres://postgres@127.0.0.1:5432/test] replaces all of the above with: the
+// service's chat throughput (same autocannon settings) with the memory store and with
+// CHECKPOINTER=sql on a schema of its own (dropped afterwards), chat turns/s of both and their
+// ratio (target >= 0.60), then database round trips per model turn (target <= 3), counted on the
+// wire by a loopback TCP proxy in front of the database (every Sync or simple Query the app sends
+// is one round trip) over a known number of one-turn chats, and cross-checked with the growth of
+// pg_stat_database.xact_commit (each statement outside a transaction commits once; that counter is
+// database-wide, so other sessions on the same database inflate it).
 import { execFileSync, fork } from "node:child_process";
 import http from "node:http";
+import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import autocannon from "autocannon";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
+import postgres from "postgres";
 
 // ---------------------------------------------------------------------------------------------
 // options
 
 function parseArgs(argv) {
-  const opts = { seconds: 10, connections: 50, warmup: 1, samples: 200, sampleConcurrency: 20, streams: 10_000, skipIdle: false };
-  const numeric = { "--seconds": "seconds", "--connections": "connections", "--warmup": "warmup", "--samples": "samples", "--sample-concurrency": "sampleConcurrency", "--streams": "streams" };
+  const opts = {
+    seconds: 10,
+    connections: 50,
+    warmup: 1,
+    samples: 200,
+    sampleConcurrency: 20,
+    streams: 10_000,
+    skipIdle: false,
+    sql: false,
+    dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test",
+    turns: 200,
+  };
+  const numeric = {
+    "--seconds": "seconds",
+    "--connections": "connections",
+    "--warmup": "warmup",
+    "--samples": "samples",
+    "--sample-concurrency": "sampleConcurrency",
+    "--streams": "streams",
+    "--turns": "turns",
+  };
   for (let i = 0; i < argv.length; i++) {
     let [flag, value] = argv[i].split("=", 2);
     if (flag === "--help" || flag === "-h") {
-      process.stdout.write("usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n");
+      process.stdout.write(
+        "usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n" +
+          "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200]]\n",
+      );
       process.exit(0);
     }
     if (flag === "--skip-idle") {
       opts.skipIdle = true;
+      continue;
+    }
+    if (flag === "--sql") {
+      opts.sql = true;
+      continue;
+    }
+    if (flag === "--dsn") {
+      if (value === undefined) value = argv[++i];
+      if (!value) throw new Error("--dsn needs a connection string");
+      opts.dsn = value;
       continue;
     }
     const key = numeric[flag];
@@ -47,6 +90,7 @@ function parseArgs(argv) {
   opts.samples = Math.max(1, Math.floor(opts.samples));
   opts.sampleConcurrency = Math.max(1, Math.floor(opts.sampleConcurrency));
   opts.streams = Math.floor(opts.streams);
+  opts.turns = Math.max(1, Math.floor(opts.turns));
   return opts;
 }
 
@@ -185,6 +229,7 @@ async function benchThroughput(name, fetchHandler) {
     const ttfe = await sampleFirstEvent(url);
     const out = {
       rps: r.requests.mean,
+      turnsPerSecond: r["2xx"] / opts.seconds,
       total: r["2xx"],
       non2xx: r.non2xx,
       errors: r.errors,
@@ -366,6 +411,7 @@ async function main() {
     process.exit(2);
   }
   log(`bench-chat: node ${process.version}, ${opts.connections} connections x ${opts.seconds} s (+${opts.warmup} s warm-up) per target, ${EXPECTED_EVENTS} SSE events per response`);
+  if (opts.sql) return sqlMode(createApp);
 
   // 2. + 3. the bare baseline first (it keeps no state), then 1. + 3. the service, each warmed up
   const bare = await benchThroughput("bare", bareApp().fetch);
@@ -428,6 +474,157 @@ async function main() {
   log("");
   log(`requests/s ratio service/bare: ${f(ratio, 2)}x (target >= 1.0x)`);
   if (idleService) log(`service RSS with ${idleService.streams} idle streams: ${f(idleService.rss)} MB (target < 200 MB)`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// --sql: the memory store against CHECKPOINTER=sql, and database round trips per model turn
+
+/** Frontend messages that end a round trip: Sync (extended protocol) and Query (simple protocol). */
+const ROUND_TRIP_TYPES = new Set([0x53, 0x51]);
+
+/**
+ * A loopback TCP proxy to the database that counts round trips: it parses the frontend side of
+ * the PostgreSQL protocol (the startup packet, then type + length framed messages).
+ */
+function countingProxy(targetHost, targetPort) {
+  const sockets = new Set();
+  let roundTrips = 0;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, targetHost);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => {});
+    }
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+    upstream.pipe(client);
+    let pending = Buffer.alloc(0);
+    let started = false;
+    client.on("data", (chunk) => {
+      upstream.write(chunk);
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      for (;;) {
+        if (!started) {
+          if (pending.length < 8) break;
+          const length = pending.readInt32BE(0);
+          if (pending.length < length) break;
+          const code = pending.readInt32BE(4);
+          // SSLRequest and GSSENCRequest are followed by another startup packet
+          if (code !== 80877103 && code !== 80877104) started = true;
+          pending = pending.subarray(length);
+          continue;
+        }
+        if (pending.length < 5) break;
+        const length = pending.readInt32BE(1);
+        if (pending.length < 1 + length) break;
+        if (ROUND_TRIP_TYPES.has(pending[0])) roundTrips++;
+        pending = pending.subarray(1 + length);
+      }
+    });
+  });
+  return {
+    listen: () => new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => resolve(server.address().port));
+    }),
+    get roundTrips() {
+      return roundTrips;
+    },
+    close: () => new Promise((resolve) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+function dsnVia(dsn, host, port) {
+  const url = new URL(dsn);
+  url.hostname = host;
+  url.port = String(port);
+  return url.toString();
+}
+
+/** One chat through app.fetch (no HTTP), read to the end; throws unless it ended with status ok. */
+async function oneChat(app) {
+  const res = await app.fetch(new Request("http://bench/chat", { method: "POST", headers: HEADERS, body: BODY }));
+  const text = await res.text();
+  if (res.status !== 200 || !text.includes('"status":"ok"')) throw new Error(`chat answered ${res.status}: ${text.slice(0, 200)}`);
+}
+
+async function sqlMode(createApp) {
+  const dsnUrl = new URL(opts.dsn);
+  const database = decodeURIComponent(dsnUrl.pathname.slice(1)) || "postgres";
+  const schema = `bench_${process.pid}_${Date.now().toString(36)}`;
+  const admin = postgres(opts.dsn, { max: 1, onnotice: () => {} });
+  const commits = async () => Number((await admin`SELECT sum(xact_commit)::bigint AS n FROM pg_stat_database WHERE datname = ${database}`)[0].n);
+  const sqlEnv = { ...SERVICE_ENV, CHECKPOINTER: "sql", SQLDB_DSN: opts.dsn };
+  log(`--sql: database ${dsnUrl.host}/${database}, schema ${schema} (dropped afterwards), pool DB_POOL_MAX_SIZE default`);
+  try {
+    await admin`SELECT 1`;
+
+    // 1. throughput, memory store then CHECKPOINTER=sql, same settings
+    const memory = await (async () => {
+      const app = await createApp({ env: SERVICE_ENV, logWrite: () => {} });
+      try {
+        return await benchThroughput("memory", app.fetch);
+      } finally {
+        await app.close();
+      }
+    })();
+    const sql = await (async () => {
+      const app = await createApp({ env: sqlEnv, sqlSchema: schema, logWrite: () => {} });
+      try {
+        await oneChat(app); // the schema exists and the pool is warm before the clock starts
+        return await benchThroughput("sql", app.fetch);
+      } finally {
+        await app.close();
+      }
+    })();
+    const ratio = sql.turnsPerSecond / memory.turnsPerSecond;
+
+    // 2. round trips per model turn: `turns` one-turn chats, one after the other, through a counting proxy
+    const proxy = countingProxy(dsnUrl.hostname || "127.0.0.1", Number(dsnUrl.port || 5432));
+    const proxyPort = await proxy.listen();
+    let trips;
+    try {
+      const before = await commits();
+      const app = await createApp({ env: { ...sqlEnv, SQLDB_DSN: dsnVia(opts.dsn, "127.0.0.1", proxyPort) }, sqlSchema: schema, logWrite: () => {} });
+      let startup;
+      let measured;
+      try {
+        for (let i = 0; i < 5; i++) await oneChat(app); // fills each connection's prepared statements
+        startup = proxy.roundTrips;
+        const t0 = performance.now();
+        for (let i = 0; i < opts.turns; i++) await oneChat(app);
+        measured = { ms: performance.now() - t0, roundTrips: proxy.roundTrips - startup };
+      } finally {
+        await app.close(); // backends exit and flush their statistics
+      }
+      const all = proxy.roundTrips;
+      await new Promise((r) => setTimeout(r, 1_500));
+      const after = await commits();
+      // the first commits() ran one statement on this client; everything else the app sent, warm-up included
+      const commitsPerTurn = (after - before - 1 - (all - measured.roundTrips)) / opts.turns;
+      trips = { ...measured, perTurn: measured.roundTrips / opts.turns, commitsPerTurn, warmup: all - measured.roundTrips };
+    } finally {
+      await proxy.close();
+    }
+
+    const f = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : "-");
+    log("");
+    log(`chat turns/s (2xx / ${opts.seconds} s): memory ${f(memory.turnsPerSecond, 0)}, sql ${f(sql.turnsPerSecond, 0)}`);
+    log(`ratio sql/memory chat turns/s: ${f(ratio)} (target >= 0.60: ${ratio >= 0.6 ? "met" : "NOT met"})`);
+    log(
+      `database round trips per model turn: ${f(trips.perTurn)} (${trips.roundTrips} Sync/Query messages on the wire for ${opts.turns} one-turn chats, ` +
+        `${f(trips.ms / opts.turns)} ms per chat; target <= 3: ${trips.perTurn <= 3 ? "met" : "NOT met"})`,
+    );
+    log(`pg_stat_database xact_commit per model turn: ${f(trips.commitsPerTurn)} (database-wide; other sessions on ${database} add to it)`);
+    log(`errors + non-2xx: memory ${memory.errors + memory.non2xx + memory.timeouts}, sql ${sql.errors + sql.non2xx + sql.timeouts}`);
+  } finally {
+    await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch((error) => process.stderr.write(`could not drop schema ${schema}: ${error.message}\n`));
+    await admin.end({ timeout: 5 });
+  }
 }
 
 main().then(

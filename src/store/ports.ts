@@ -5,6 +5,7 @@
  */
 import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../approvals/types.js";
 import type { JsonValue } from "../json.js";
+import type { ListTasksQuery, TaskRecord } from "../a2a/types.js";
 
 export interface ThreadRow {
   readonly thread_id: string;
@@ -92,7 +93,7 @@ export interface Store {
   listThreads(query: ListThreadsQuery): Promise<ThreadRow[]>;
   /** Ids of threads not updated since `before` (ISO), oldest first, for retention. */
   idleThreads(before: string, limit: number): Promise<string[]>;
-  /** Deletes the thread and everything attached (messages, run records, approvals). False if unknown. */
+  /** Deletes the thread and everything attached (messages, run records, approvals, tasks). False if unknown. */
   deleteThread(threadId: string): Promise<boolean>;
 
   getMessages(threadId: string): Promise<Message[]>;
@@ -122,6 +123,16 @@ export interface Store {
   recordApprovalResult(approvalId: string, result: NonNullable<ApprovalRecord["internal"]["result"]>): Promise<void>;
   /** Pending approvals whose `expires_at` is at or before `now` (ISO). */
   dueApprovals(now: string): Promise<ApprovalRecord[]>;
+
+  createTask(task: TaskRecord): Promise<void>;
+  getTask(taskId: string): Promise<TaskRecord | null>;
+  updateTask(taskId: string, patch: Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>): Promise<void>;
+  /** Most recently updated first. */
+  listTasks(query: ListTasksQuery): Promise<TaskRecord[]>;
+  /** Input-required tasks on a thread that list this approval. */
+  tasksWaitingOn(threadId: string, approvalId: string): Promise<TaskRecord[]>;
+  /** Drops tasks not updated since `before` (ISO); returns how many. */
+  dropTasksBefore(before: string): Promise<number>;
 
   /**
    * Adapters shared by several processes: marks `running` records of dead processes

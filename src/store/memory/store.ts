@@ -1,4 +1,5 @@
 /** In-process Store: the default adapter and the reference the contract suite holds others to. */
+import type { ListTasksQuery, TaskRecord } from "../../a2a/types.js";
 import type { ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
 import type { ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
 
@@ -12,6 +13,7 @@ export function createMemoryStore(): Store {
   const threads = new Map<string, ThreadEntry>();
   const runs = new Map<string, RunRecord>();
   const approvals = new Map<string, ApprovalRecord>();
+  const tasks = new Map<string, TaskRecord>();
 
   return {
     async getThread(threadId) {
@@ -49,6 +51,7 @@ export function createMemoryStore(): Store {
       if (!entry) return false;
       for (const runId of entry.runs) runs.delete(runId);
       for (const [id, a] of approvals) if (a.thread_id === threadId) approvals.delete(id);
+      for (const [id, t] of tasks) if (t.context_id === threadId) tasks.delete(id);
       threads.delete(threadId);
       return true;
     },
@@ -123,6 +126,30 @@ export function createMemoryStore(): Store {
     },
     async dueApprovals(now) {
       return [...approvals.values()].filter((a) => a.status === "pending" && a.expires_at <= now);
+    },
+    async createTask(task) {
+      tasks.set(task.task_id, task);
+    },
+    async getTask(taskId) {
+      return tasks.get(taskId) ?? null;
+    },
+    async updateTask(taskId, patch) {
+      const t = tasks.get(taskId);
+      if (t) tasks.set(taskId, { ...t, ...patch });
+    },
+    async listTasks(q: ListTasksQuery) {
+      return [...tasks.values()]
+        .filter((t) => t.owner === q.owner && (q.actor === undefined || t.actor === q.actor) && (q.context_id === undefined || t.context_id === q.context_id))
+        .sort((a, b) => (a.updated_at === b.updated_at ? (a.task_id < b.task_id ? 1 : -1) : a.updated_at < b.updated_at ? 1 : -1))
+        .slice(q.offset, q.offset + q.limit);
+    },
+    async tasksWaitingOn(threadId, approvalId) {
+      return [...tasks.values()].filter((t) => t.context_id === threadId && t.state === "input-required" && t.approval_ids.includes(approvalId));
+    },
+    async dropTasksBefore(before) {
+      let n = 0;
+      for (const [id, t] of tasks) if (t.updated_at < before) (tasks.delete(id), n++);
+      return n;
     },
     async ping() {},
     async close() {},

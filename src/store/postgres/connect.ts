@@ -56,8 +56,15 @@ export function connect(options: ConnectOptions): Sql {
 
 /** Tables and columns, created if missing (spec 9: ADD COLUMN IF NOT EXISTS). */
 export async function migrate(sql: Sql, schema: string | undefined): Promise<void> {
-  if (schema) await sql.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, "")}"`);
-  await sql.unsafe(`
+  // Replicas starting together would race on CREATE ... IF NOT EXISTS: one at a time.
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(4242001)`;
+    if (schema) await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, "")}"`);
+    await tx.unsafe(DDL);
+  });
+}
+
+const DDL = `
     CREATE TABLE IF NOT EXISTS threads (
       thread_id text PRIMARY KEY,
       owner text NOT NULL,
@@ -112,6 +119,23 @@ export async function migrate(sql: Sql, schema: string | undefined): Promise<voi
     CREATE INDEX IF NOT EXISTS approvals_run ON approvals (run_id);
     CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (expires_at) WHERE status = 'pending';
 
+    CREATE TABLE IF NOT EXISTS a2a_tasks (
+      task_id text PRIMARY KEY,
+      context_id text NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
+      owner text NOT NULL,
+      state text NOT NULL,
+      created_at timestamptz NOT NULL,
+      updated_at timestamptz NOT NULL
+    );
+    ALTER TABLE a2a_tasks ADD COLUMN IF NOT EXISTS actor text;
+    ALTER TABLE a2a_tasks ADD COLUMN IF NOT EXISTS status_parts jsonb NOT NULL DEFAULT '[]';
+    ALTER TABLE a2a_tasks ADD COLUMN IF NOT EXISTS artifacts jsonb NOT NULL DEFAULT '[]';
+    ALTER TABLE a2a_tasks ADD COLUMN IF NOT EXISTS approval_ids text[] NOT NULL DEFAULT '{}';
+    ALTER TABLE a2a_tasks ADD COLUMN IF NOT EXISTS run_id text;
+    ALTER TABLE a2a_tasks ADD COLUMN IF NOT EXISTS instance_id text;
+    CREATE INDEX IF NOT EXISTS a2a_tasks_owner ON a2a_tasks (owner, updated_at DESC);
+    CREATE INDEX IF NOT EXISTS a2a_tasks_context ON a2a_tasks (context_id);
+
     CREATE TABLE IF NOT EXISTS leases (
       thread_id text PRIMARY KEY,
       holder text NOT NULL,
@@ -119,5 +143,4 @@ export async function migrate(sql: Sql, schema: string | undefined): Promise<voi
       expires_at timestamptz NOT NULL
     );
     CREATE SEQUENCE IF NOT EXISTS lease_generation;
-  `);
-}
+`;

@@ -19,6 +19,7 @@ const CONNECTION_CODES = new Set([
   "CONNECTION_CLOSED",
   "CONNECTION_ENDED",
   "CONNECTION_DESTROYED",
+  "QUERY_TIMEOUT",
   "57P01", // admin_shutdown
   "57P02", // crash_shutdown
   "57P03", // cannot_connect_now
@@ -37,8 +38,16 @@ export function isConnectionError(error: unknown): boolean {
 export function createGuard(logger: Logger, onHealth: (up: boolean) => void): Guard & { readonly up: boolean } {
   let up = true;
   const guard = async <T>(work: () => Promise<T>): Promise<T> => {
+    // A connection that stops answering mid-query is only noticed by a deadline of our own:
+    // 3 s while healthy, 2 s once the database is known down (spec 7.1).
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error("query timed out"), { code: "QUERY_TIMEOUT" })), up ? 3_000 : 2_000);
+    });
     try {
-      const result = await work();
+      const pending = work();
+      pending.catch(() => {});
+      const result = await Promise.race([pending, deadline]);
       if (!up) {
         up = true;
         onHealth(true);
@@ -53,6 +62,8 @@ export function createGuard(logger: Logger, onHealth: (up: boolean) => void): Gu
         logger.warning("database unreachable", { error_code: String((error as { code?: unknown }).code) });
       }
       throw new DatabaseUnavailable({ cause: error });
+    } finally {
+      clearTimeout(timer);
     }
   };
   return Object.defineProperty(guard, "up", { get: () => up }) as Guard & { readonly up: boolean };

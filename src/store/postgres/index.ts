@@ -37,9 +37,8 @@ export async function openPostgres(options: {
       await migrated;
       return work();
     });
-  await guard(async () => {}).catch((error: unknown) => {
-    options.logger.warning("database not reachable at startup; requests answer 503 until it is", { error_type: error instanceof Error ? error.name : "Error" });
-  });
+  // Down at startup: the guard has logged it once; requests answer 503 until it answers.
+  await guard(async () => {}).catch(() => {});
   return {
     store: { ...createPostgresStore(sql, guard), markLostRuns: (graceMs: number) => markLostRuns(sql, guard, graceMs) },
     lease: createPostgresLease(sql, guard),

@@ -5,6 +5,7 @@
  * replica that stalled and lost its lease cannot overwrite the new holder's state. Text is
  * stored with U+FFFD in place of U+0000 (PostgreSQL text cannot hold NUL).
  */
+import type { TaskRecord } from "../../a2a/types.js";
 import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
 import type { LeaseHandle, ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
 import type { Sql } from "./connect.js";
@@ -55,6 +56,23 @@ function runOf(r: Row): RunRecord {
   };
 }
 
+function taskOf(r: Row): TaskRecord {
+  return {
+    task_id: r.task_id as string,
+    context_id: r.context_id as string,
+    owner: r.owner as string,
+    actor: (r.actor as string | null) ?? null,
+    state: r.state as TaskRecord["state"],
+    status_parts: (r.status_parts as TaskRecord["status_parts"]) ?? [],
+    artifacts: (r.artifacts as TaskRecord["artifacts"]) ?? [],
+    approval_ids: (r.approval_ids as string[]) ?? [],
+    run_id: (r.run_id as string | null) ?? null,
+    instance_id: (r.instance_id as string | null) ?? null,
+    created_at: iso(r.created_at as Date)!,
+    updated_at: iso(r.updated_at as Date)!,
+  };
+}
+
 function approvalOf(r: Row): ApprovalRecord {
   return { ...(r.shown as Omit<ApprovalRecord, "internal">), internal: r.internal as ApprovalRecord["internal"] };
 }
@@ -84,13 +102,13 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
       return r ? threadOf(r) : null;
     }),
     createThread: (row) => guard(async () => {
+      // DO UPDATE (a no-op) rather than DO NOTHING: it waits for a concurrent insert and returns
+      // the stored row either way; xmax = 0 tells the caller that inserted it.
       const [r] = await sql`
-        WITH ins AS (
-          INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
-          VALUES (${row.thread_id}, ${row.owner}, ${row.actor}, ${row.created_at}, ${row.updated_at})
-          ON CONFLICT (thread_id) DO NOTHING RETURNING *, true AS created
-        )
-        SELECT * FROM ins UNION ALL SELECT *, false AS created FROM threads WHERE thread_id = ${row.thread_id} AND NOT EXISTS (SELECT 1 FROM ins)`;
+        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
+        VALUES (${row.thread_id}, ${row.owner}, ${row.actor}, ${row.created_at}, ${row.updated_at})
+        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
+        RETURNING *, (xmax = 0) AS created`;
       return { created: Boolean(r!.created), row: threadOf(r!) };
     }),
     listThreads: (q: ListThreadsQuery) => guard(async () => {
@@ -118,7 +136,7 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
       const batch = json(messages);
       const [r] = fence
         ? await sql`
-          WITH fence AS (SELECT 1 FROM leases WHERE thread_id = ${id} AND generation = ${fence.generation}),
+          WITH fence AS (SELECT 1 FROM leases WHERE thread_id = ${id} AND generation = ${fence.generation} AND expires_at > now()),
           ins AS (
             INSERT INTO messages (thread_id, message)
             SELECT ${id}, m FROM jsonb_array_elements(${batch}) WITH ORDINALITY AS t(m, n)
@@ -209,6 +227,40 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
     dueApprovals: (now) => guard(async () => {
       const rows = await sql`SELECT shown, internal FROM approvals WHERE status = 'pending' AND expires_at <= ${now} ORDER BY expires_at LIMIT 500`;
       return rows.map(approvalOf);
+    }),
+    createTask: (t) => guard(async () => {
+      await sql`
+        INSERT INTO a2a_tasks (task_id, context_id, owner, actor, state, status_parts, artifacts, approval_ids, run_id, instance_id, created_at, updated_at)
+        VALUES (${t.task_id}, ${t.context_id}, ${t.owner}, ${t.actor}, ${t.state}, ${json(t.status_parts)}, ${json(t.artifacts)},
+                ${sql.array([...t.approval_ids])}, ${t.run_id}, ${t.instance_id}, ${t.created_at}, ${t.updated_at})`;
+    }),
+    getTask: (id) => guard(async () => {
+      const [r] = await sql`SELECT * FROM a2a_tasks WHERE task_id = ${id}`;
+      return r ? taskOf(r) : null;
+    }),
+    updateTask: (id, patch) => guard(async () => {
+      const values: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === undefined) continue;
+        values[k] = k === "status_parts" || k === "artifacts" ? json(v) : k === "approval_ids" ? sql.array([...(v as string[])]) : v;
+      }
+      if (Object.keys(values).length > 0) await sql`UPDATE a2a_tasks SET ${sql(values)} WHERE task_id = ${id}`;
+    }),
+    listTasks: (q) => guard(async () => {
+      const rows = await sql`
+        SELECT * FROM a2a_tasks WHERE owner = ${q.owner}
+          AND (${q.actor ?? null}::text IS NULL OR actor = ${q.actor ?? null})
+          AND (${q.context_id ?? null}::text IS NULL OR context_id = ${q.context_id ?? null})
+        ORDER BY updated_at DESC, task_id DESC LIMIT ${q.limit} OFFSET ${q.offset}`;
+      return rows.map(taskOf);
+    }),
+    tasksWaitingOn: (threadId, approvalId) => guard(async () => {
+      const rows = await sql`SELECT * FROM a2a_tasks WHERE context_id = ${threadId} AND state = 'input-required' AND ${approvalId} = ANY (approval_ids)`;
+      return rows.map(taskOf);
+    }),
+    dropTasksBefore: (before) => guard(async () => {
+      const rows = await sql`DELETE FROM a2a_tasks WHERE updated_at < ${before} RETURNING 1`;
+      return rows.length;
     }),
     ping: () => guard(async () => {
       await sql`SELECT 1`;
