@@ -17,3 +17,5 @@ export type { AuthPolicy } from "./auth/policy.js";
 export type { Principal, Action } from "./auth/principal.js";
 export { ACTIONS } from "./auth/principal.js";
 export { AuthError, type CustomAuthPolicy, type CustomPrincipal } from "./auth/custom.js";
+export { createJudge, gradeAnswer, parseGrade, type Grade, type GradeInput } from "./agent/judge.js";
+export { schemaProblems } from "./agent/structured.js";

@@ -11,12 +11,23 @@ import { createFakeModel } from "./fake.js";
 import { createGeminiModel } from "./gemini.js";
 import { createOpenAIModel } from "./openai.js";
 
-const KEY_VARIABLE = {
+export type ProviderName = Settings["MODEL_PROVIDER"];
+
+/** The key variable of each real provider (the fake needs none). */
+export const KEY_VARIABLE = {
   openai: "OPENAI_API_KEY",
   anthropic: "ANTHROPIC_API_KEY",
   gemini: "GEMINI_API_KEY",
   "openai-compatible": "MODEL_API_KEY",
 } as const;
+
+/** One provider's model from its options; shared by the agent's model and the evaluation judge. */
+export function buildModel(provider: ProviderName, options: ProviderOptions): Model {
+  if (provider === "fake") return createFakeModel(options.model);
+  if (provider === "anthropic") return createAnthropicModel(options);
+  if (provider === "gemini") return createGeminiModel(options);
+  return createOpenAIModel({ ...options, provider });
+}
 
 export function modelFactory(settings: Settings, fetchFn: typeof fetch): () => Model {
   const provider = settings.MODEL_PROVIDER;
@@ -43,12 +54,7 @@ export function modelFactory(settings: Settings, fetchFn: typeof fetch): () => M
       useResponsesApi: settings.MODEL_USE_RESPONSES_API,
       fetch: fetchFn,
     };
-    model =
-      provider === "anthropic"
-        ? createAnthropicModel(options)
-        : provider === "gemini"
-          ? createGeminiModel(options)
-          : createOpenAIModel({ ...options, provider });
+    model = buildModel(provider, options);
     return model;
   };
 }
