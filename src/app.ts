@@ -170,7 +170,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     metrics,
     auth,
     hashPrincipal,
-    model: model ? () => model : modelFactory(settings),
+    model: model ? () => model : modelFactory(settings, (input, init) => fetch(input, init)),
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
     responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
     tools,
