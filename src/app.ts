@@ -9,6 +9,8 @@ import { createRunRegistry } from "./agent/registry.js";
 import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./agent/structured.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { startSweeper } from "./approvals/sweep.js";
+import { createA2AService } from "./a2a/service.js";
+import { isoTime } from "./clock.js";
 import { every, sweepRetention } from "./store/retention.js";
 
 /** A run record left running is marked ProcessLost this long after its lease expired (spec 3.1). */
@@ -192,12 +194,16 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     if (structuredOutput === false)
       throw new ConfigurationError(`RESPONSE_FORMAT_STRATEGY is provider, but MODEL_PROVIDER ${settings.MODEL_PROVIDER} cannot send the response schema.`);
   }
-  const router = buildRouter(deps);
+  const a2a = createA2AService(deps);
+  deps.afterResume = (approval, outcome) => a2a.settle(approval, outcome);
+  const router = buildRouter(deps, a2a);
   const stopSweeper = startSweeper(deps, options.sweepIntervalMs ?? 5_000);
   const stops = [stopSweeper];
   const lostRuns = store.markLostRuns?.bind(store);
   if (lostRuns) stops.push(every(deps, 15_000, "marking lost runs", () => lostRuns(LOST_RUN_GRACE_MS)));
   if (settings.RETENTION_DAYS > 0) stops.push(every(deps, 3_600_000, "retention", () => sweepRetention(deps)));
+  const ttl = settings.A2A_TASK_TTL_S;
+  if (ttl > 0) stops.push(every(deps, Math.min(60_000, ttl * 1000), "task retention", () => store.dropTasksBefore(isoTime(clock.now() - ttl * 1000))));
 
   let closed = false;
   return {

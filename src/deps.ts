@@ -14,6 +14,8 @@ import type { Store, ThreadLease } from "./store/ports.js";
 import type { RunRegistry } from "./agent/registry.js";
 import type { LeaseTimings } from "./agent/runner.js";
 import type { PauseBook } from "./approvals/gate.js";
+import type { ApprovalRecord } from "./approvals/types.js";
+import type { RunOutcome } from "./agent/outcome.js";
 
 export interface Deps {
   readonly settings: Settings;
@@ -37,6 +39,8 @@ export interface Deps {
   /** A development API key to prefill in the playground (only set by `npm run dev`). */
   readonly playgroundKey: string | undefined;
   readonly leaseTimings: LeaseTimings;
+  /** Called when a run resumed after an approval decision has ended (A2A tasks take its outcome). */
+  afterResume?: ((approval: ApprovalRecord, outcome: RunOutcome) => Promise<void> | void) | undefined;
   /** Tool calls waiting for approval, per run. */
   readonly pauses: PauseBook;
   /** Distinguishes this process's lease holders from other replicas'. */

@@ -43,6 +43,8 @@ export interface RunInput {
   readonly emit: (event: RunEvent) => void;
   /** The request's logger (request id, principal hash, actor already bound). */
   readonly logger: Logger;
+  /** Added to the system prompt for this run. */
+  readonly systemNote?: string;
 }
 
 export interface RunHandle {
@@ -137,7 +139,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
       };
       const result = await runLoop({
         model,
-        system: deps.system,
+        system: input.systemNote ? `${deps.system}\n\n${input.systemNote}` : deps.system,
         tools: deps.tools,
         recursionLimit: settings.RECURSION_LIMIT,
         dev: settings.dev,

@@ -10,6 +10,7 @@ import type { RunEvent } from "../agent/events.js";
 import { type RunHandle, startRun } from "../agent/runner.js";
 import type { Logger } from "../observability/logger.js";
 import type { ApprovalRecord } from "./types.js";
+import { outcomeCollector } from "../agent/outcome.js";
 
 export type ResumeOutcome = { readonly kind: "started"; readonly run: RunHandle } | { readonly kind: "waiting" | "busy" | "nothing" };
 
@@ -40,17 +41,23 @@ export async function resumeAfterDecision(
     const d = input.decider;
     const same = d !== null && d.hash === approval.requester && (d.principal.actor?.id ?? null) === approval.requester_actor;
     const caller = same ? d : requesterOf(approval);
+    const collector = outcomeCollector();
     const run = await startRun(deps, {
       caller,
       threadId: approval.thread_id,
       metadata: paused.metadata,
       lease,
-      emit: input.emit,
+      emit: (event) => {
+        collector.observe(event);
+        input.emit(event);
+      },
       logger: input.logger,
       resume: { approvalId: approval.approval_id, decision: input.decision, pausedRunId: approval.run_id },
     });
     // The paused run is resumed once: the lease keeps others out until this is written.
     await deps.store.updateRun(approval.run_id, { resumed_by: run.runId });
+    // Whoever decided (HTTP, A2A or expiry), tasks waiting on the approval take the outcome.
+    void run.done.then(() => deps.afterResume?.(approval, collector.outcome()));
     return { kind: "started", run };
   } catch (error) {
     await deps.lease.release(lease).catch(() => {});

@@ -6,13 +6,15 @@ import { access } from "./middleware/access.js";
 import { cors } from "./middleware/cors.js";
 import { errorHandler, notFoundHandler } from "./middleware/errors.js";
 import { requestId } from "./middleware/request-id.js";
+import type { A2AService } from "../a2a/service.js";
+import { a2aRoutes } from "./routes/a2a.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chatRoutes } from "./routes/chat.js";
 import { devRoutes } from "./routes/dev.js";
 import { probeRoutes } from "./routes/probes.js";
 import { threadRoutes } from "./routes/threads.js";
 
-export function buildRouter(deps: Deps): Hono<HttpEnv> {
+export function buildRouter(deps: Deps, a2a: A2AService): Hono<HttpEnv> {
   const app = new Hono<HttpEnv>();
   app.use("*", requestId(deps));
   app.use("*", access(deps));
@@ -23,6 +25,7 @@ export function buildRouter(deps: Deps): Hono<HttpEnv> {
   app.route("/", chatRoutes(deps));
   app.route("/", threadRoutes(deps));
   app.route("/", approvalRoutes(deps));
+  app.route("/", a2aRoutes(deps, a2a));
   if (deps.settings.dev) app.route("/", devRoutes(deps));
   return app;
 }

@@ -42,14 +42,23 @@ export function createPostgresLease(sql: Sql, guard: Guard): ThreadLease {
  */
 export async function markLostRuns(sql: Sql, guard: Guard, graceMs: number): Promise<number> {
   return guard(async () => {
+    // Tasks whose run died with its process fail with it (spec 3.3).
     const rows = await sql`
+      WITH lost AS (
       UPDATE runs r SET status = 'interrupted', error_type = 'ProcessLost', updated_at = now(), ended_at = now()
       WHERE r.status = 'running'
         AND r.created_at < now() - ${graceMs} * interval '1 millisecond'
         AND NOT EXISTS (
           SELECT 1 FROM leases l WHERE l.thread_id = r.thread_id AND l.expires_at > now() - ${graceMs} * interval '1 millisecond'
         )
-      RETURNING 1`;
-    return rows.length;
+      RETURNING r.run_id
+      ),
+      failed AS (
+        UPDATE a2a_tasks SET state = 'failed', updated_at = now(),
+          status_parts = '[{"kind":"text","text":"The process running the task ended."},{"kind":"data","data":{"type":"error","code":"run_failed"}}]'
+        WHERE state = 'working' AND run_id IN (SELECT run_id FROM lost)
+      )
+      SELECT count(*)::int AS n FROM lost`;
+    return rows[0]!.n as number;
   });
 }

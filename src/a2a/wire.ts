@@ -1,0 +1,126 @@
+/**
+ * A2A objects on the wire, for both protocol versions (spec 4.5; docs/a2a-wire.md): 1.0 states
+ * are `TASK_STATE_*`, parts carry no `kind`, send results are wrapped in `{task}`; 0.3 states are
+ * lower-case words, every object carries `kind`, results are bare.
+ */
+import type { JsonValue } from "../json.js";
+import type { A2AVersion } from "./jsonrpc.js";
+import type { TaskPart, TaskRecord, TaskState } from "./types.js";
+
+const STATE_V10: Record<TaskState, string> = {
+  working: "TASK_STATE_WORKING",
+  "input-required": "TASK_STATE_INPUT_REQUIRED",
+  completed: "TASK_STATE_COMPLETED",
+  failed: "TASK_STATE_FAILED",
+  canceled: "TASK_STATE_CANCELED",
+};
+
+export const TERMINAL: ReadonlySet<TaskState> = new Set(["completed", "failed", "canceled"]);
+
+export function wireState(state: TaskState, v: A2AVersion): string {
+  return v === "1.0" ? STATE_V10[state] : state;
+}
+
+export function wirePart(part: TaskPart, v: A2AVersion): Record<string, JsonValue> {
+  if (part.kind === "text") return v === "1.0" ? { text: part.text } : { kind: "text", text: part.text };
+  if (v === "1.0") return { data: part.data, ...(part.mediaType ? { mediaType: part.mediaType } : {}) };
+  // 0.3 data parts are objects; other values travel wrapped, as the SDK does.
+  const isObject = typeof part.data === "object" && part.data !== null && !Array.isArray(part.data);
+  return isObject ? { kind: "data", data: part.data } : { kind: "data", data: { value: part.data }, metadata: { data_part_compat: true } };
+}
+
+function wireMessage(parts: readonly TaskPart[], task: TaskRecord, v: A2AVersion, id: string): Record<string, JsonValue> {
+  return {
+    ...(v === "0.3" ? { kind: "message" } : {}),
+    messageId: id,
+    role: v === "1.0" ? "ROLE_AGENT" : "agent",
+    contextId: task.context_id,
+    taskId: task.task_id,
+    parts: parts.map((p) => wirePart(p, v)),
+  };
+}
+
+export function wireStatus(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
+  return {
+    state: wireState(task.state, v),
+    timestamp: task.updated_at.replace("+00:00", "Z"),
+    ...(task.status_parts.length > 0 ? { message: wireMessage(task.status_parts, task, v, `${task.task_id}-status`) } : {}),
+  };
+}
+
+export function wireTask(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
+  return {
+    ...(v === "0.3" ? { kind: "task" } : {}),
+    id: task.task_id,
+    contextId: task.context_id,
+    status: wireStatus(task, v),
+    artifacts: task.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, parts: a.parts.map((p) => wirePart(p, v)) })),
+  };
+}
+
+/** The result of SendMessage: wrapped in 1.0, bare with `kind` in 0.3. */
+export function sendResult(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
+  return v === "1.0" ? { task: wireTask(task, v) } : wireTask(task, v);
+}
+
+export function statusUpdate(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
+  const update = { taskId: task.task_id, contextId: task.context_id, status: wireStatus(task, v) };
+  return v === "1.0" ? { statusUpdate: update } : { kind: "status-update", ...update, final: TERMINAL.has(task.state) };
+}
+
+export function artifactUpdate(task: TaskRecord, v: A2AVersion, artifact: { artifactId: string; name: string; parts: readonly TaskPart[] }, append: boolean, lastChunk: boolean): Record<string, JsonValue> {
+  const update = {
+    taskId: task.task_id,
+    contextId: task.context_id,
+    artifact: { artifactId: artifact.artifactId, name: artifact.name, parts: artifact.parts.map((p) => wirePart(p, v)) },
+    append,
+    lastChunk,
+  };
+  return v === "1.0" ? { artifactUpdate: update } : { kind: "artifact-update", ...update };
+}
+
+export function taskSnapshot(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
+  return v === "1.0" ? { task: wireTask(task, v) } : wireTask(task, v);
+}
+
+export interface IncomingMessage {
+  readonly text: string;
+  readonly textParts: number;
+  readonly emptyText: boolean;
+  readonly data: readonly Record<string, JsonValue>[];
+  readonly taskId: string | undefined;
+  readonly contextId: string | undefined;
+  readonly referenceTaskIds: readonly string[];
+  readonly metadata: Record<string, JsonValue>;
+}
+
+/** Reads `params.message` of either version; null when it is not a message at all. */
+export function readMessage(params: Record<string, JsonValue>): IncomingMessage | null {
+  const m = params.message;
+  if (typeof m !== "object" || m === null || Array.isArray(m) || !Array.isArray(m.parts)) return null;
+  const texts: string[] = [];
+  const data: Record<string, JsonValue>[] = [];
+  let emptyText = false;
+  for (const part of m.parts) {
+    if (typeof part !== "object" || part === null || Array.isArray(part)) return null;
+    if (typeof part.text === "string") {
+      if (part.text === "") emptyText = true;
+      texts.push(part.text);
+    } else if (part.data !== undefined) {
+      const d = part.data;
+      const inner = typeof d === "object" && d !== null && !Array.isArray(d) && typeof d.data === "object" && d.data !== null && !Array.isArray(d.data) && "approval_id" in d.data ? d.data : d;
+      if (typeof inner === "object" && inner !== null && !Array.isArray(inner)) data.push(inner as Record<string, JsonValue>);
+    }
+  }
+  const str = (v: JsonValue | undefined) => (typeof v === "string" && v !== "" ? v : undefined);
+  return {
+    text: texts.join("\n"),
+    textParts: texts.length,
+    emptyText,
+    data,
+    taskId: str(m.taskId),
+    contextId: str(m.contextId),
+    referenceTaskIds: Array.isArray(m.referenceTaskIds) ? m.referenceTaskIds.filter((x): x is string => typeof x === "string") : [],
+    metadata: typeof m.metadata === "object" && m.metadata !== null && !Array.isArray(m.metadata) ? m.metadata : {},
+  };
+}
