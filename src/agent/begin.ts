@@ -30,13 +30,14 @@ export async function beginRun(deps: Deps, input: BeginRun): Promise<RunHandle> 
   const { store, lease, clock, ids } = deps;
   const { caller, threadId } = input;
   const now = isoTime(clock.now());
-  const { row } = await store.createThread({ thread_id: threadId, owner: caller.hash, actor: caller.principal.actor?.id ?? null, created_at: now, updated_at: now });
+  const { row, created } = await store.createThread({ thread_id: threadId, owner: caller.hash, actor: caller.principal.actor?.id ?? null, created_at: now, updated_at: now });
   if (!ownsThread(caller, row)) throw forbidden(THREAD_FOREIGN);
-  await refuseWhilePending(deps, threadId);
+  // A thread made just now has no approvals and no messages: two reads fewer.
+  if (!created) await refuseWhilePending(deps, threadId);
   const handle = await lease.acquire(threadId, `${deps.instanceId}:${ids.runId()}`, deps.leaseTimings.ttlMs);
   if (!handle) throw threadBusy();
   try {
-    return await startRun(deps, { ...input, lease: handle });
+    return await startRun(deps, { ...input, lease: handle, freshThread: created });
   } catch (error) {
     await lease.release(handle).catch(() => {});
     throw error;

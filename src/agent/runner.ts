@@ -45,6 +45,8 @@ export interface RunInput {
   readonly logger: Logger;
   /** Added to the system prompt for this run. */
   readonly systemNote?: string;
+  /** The thread was created for this run: it has no history to read. */
+  readonly freshThread?: boolean;
 }
 
 export interface RunHandle {
@@ -64,6 +66,9 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
   const actor = caller.principal.actor?.id ?? null;
   const logger = input.logger.child({ run_id: runId, thread_id: threadId });
 
+  // On a thread made for this run the user message needs no history: it is written with the record.
+  const firstMessage: Message | undefined =
+    input.freshThread && !input.resume ? { id: ids.messageId(), role: "user", content: input.message ?? "" } : undefined;
   await store.createRun({
     run_id: runId,
     thread_id: threadId,
@@ -80,7 +85,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
     latency_ms: null,
     resumed_from: input.resume?.pausedRunId ?? null,
     resumed_by: null,
-  });
+  }, firstMessage ? { messages: [firstMessage], at: isoTime(startedMs), fence: lease } : undefined);
   metrics.activeRuns.inc();
 
   const controller = new AbortController();
@@ -118,12 +123,14 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         controller.signal.throwIfAborted();
         await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
       };
-      const history = await store.getMessages(threadId);
+      const history = input.freshThread ? [] : await store.getMessages(threadId);
       let messages: Message[];
       let resume: { calls: ToolCall[]; reason: string } | undefined;
       if (input.resume) {
         resume = waitingCalls(history);
         messages = history;
+      } else if (firstMessage) {
+        messages = [firstMessage];
       } else {
         const repairs = closeOpenToolCalls(history, ids);
         const user: Message = { id: ids.messageId(), role: "user", content: input.message ?? "" };
@@ -212,13 +219,14 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
     metrics.tokens.inc({ kind: "input" }, usage.input_tokens);
     metrics.tokens.inc({ kind: "output" }, usage.output_tokens);
     const endedAt = isoTime(clock.now());
-    try {
-      await store.updateRun(runId, { status, error_type: errorType, error_id: errorId, usage, updated_at: endedAt, ended_at: endedAt, latency_ms: latencyMs });
-    } catch (error) {
-      logger.warning("run record not updated", { error_type: error instanceof Error ? error.name : "Error" });
-    }
     deps.pauses.forget(runId);
-    await deps.lease.release(lease).catch(() => {});
+    // The record and the lease are independent: written side by side.
+    await Promise.all([
+      store.updateRun(runId, { status, error_type: errorType, error_id: errorId, usage, updated_at: endedAt, ended_at: endedAt, latency_ms: latencyMs }).catch((error: unknown) => {
+        logger.warning("run record not updated", { error_type: error instanceof Error ? error.name : "Error" });
+      }),
+      deps.lease.release(lease).catch(() => {}),
+    ]);
     logger.info("run ended", { status, latency_ms: latencyMs });
     return status;
   });

@@ -103,7 +103,8 @@ export interface Store {
    */
   appendMessages(threadId: string, messages: readonly Message[], at: string, fence?: LeaseHandle): Promise<void>;
 
-  createRun(run: RunRecord): Promise<void>;
+  /** Writes the run record; with `append`, also those messages (one write where the adapter can). */
+  createRun(run: RunRecord, append?: { readonly messages: readonly Message[]; readonly at: string; readonly fence?: LeaseHandle }): Promise<void>;
   updateRun(runId: string, patch: Partial<Omit<RunRecord, "run_id" | "thread_id">>): Promise<void>;
   getRun(runId: string): Promise<RunRecord | null>;
   listRuns(threadId: string): Promise<RunRecord[]>;

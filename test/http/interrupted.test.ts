@@ -51,8 +51,9 @@ describe("interrupted runs", () => {
 
   it("renews the lease while a run lasts longer than its ttl", async () => {
     store = createMemoryStore();
-    app = await makeApp({}, { store, leaseTimings: { renewMs: 20, ttlMs: 100 } });
-    const res = await app.fetch(post("/chat", { message: "/sleep 400\nstill mine", thread_id: "kept" }));
+    app = await makeApp({}, { store, leaseTimings: { renewMs: 20, ttlMs: 400 } });
+    // Several times the ttl, renewed every 20 ms (the margin keeps a loaded machine from flaking).
+    const res = await app.fetch(post("/chat", { message: "/sleep 1300\nstill mine", thread_id: "kept" }));
     const text = await res.text();
     expect(text).toContain("echo: still mine");
     expect(text).toContain('"status":"ok"');

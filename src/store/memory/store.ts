@@ -64,9 +64,14 @@ export function createMemoryStore(): Store {
       entry.messages.push(...messages);
       entry.row = { ...entry.row, updated_at: at };
     },
-    async createRun(run: RunRecord) {
+    async createRun(run: RunRecord, append) {
       runs.set(run.run_id, run);
-      threads.get(run.thread_id)?.runs.add(run.run_id);
+      const entry = threads.get(run.thread_id);
+      entry?.runs.add(run.run_id);
+      if (entry && append) {
+        entry.messages.push(...append.messages);
+        entry.row = { ...entry.row, updated_at: append.at };
+      }
     },
     async updateRun(runId, patch) {
       const run = runs.get(runId);

@@ -153,7 +153,32 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
           SELECT count(*)::int AS n FROM ins`;
       if (fence && r!.n !== messages.length) throw new LeaseLost("the thread's lease moved on; the write was refused");
     }),
-    createRun: (run) => guard(async () => {
+    createRun: (run, append) => guard(async () => {
+      if (append && append.messages.length > 0) {
+        // One round trip: the record, the messages and the thread's updated_at.
+        const fenceGen = append.fence?.generation ?? null;
+        const [r] = await sql`
+          WITH fence AS (
+            SELECT 1 WHERE ${fenceGen}::bigint IS NULL
+            UNION ALL SELECT 1 FROM leases WHERE thread_id = ${run.thread_id} AND generation = ${fenceGen} AND expires_at > now()
+          ),
+          run AS (
+            INSERT INTO runs (run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage,
+                              created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by)
+            VALUES (${run.run_id}, ${run.thread_id}, ${run.status}, ${run.error_type}, ${run.error_id}, ${run.principal_hash},
+                    ${run.actor}, ${json(run.metadata)}, ${json(run.usage)}, ${run.created_at}, ${run.updated_at},
+                    ${run.ended_at}, ${run.latency_ms}, ${run.resumed_from}, ${run.resumed_by})
+          ),
+          ins AS (
+            INSERT INTO messages (thread_id, message)
+            SELECT ${run.thread_id}, m FROM jsonb_array_elements(${json(append.messages)}) WITH ORDINALITY AS t(m, n)
+            WHERE EXISTS (SELECT 1 FROM fence) ORDER BY n RETURNING 1
+          ),
+          upd AS (UPDATE threads SET updated_at = ${append.at} WHERE thread_id = ${run.thread_id} AND EXISTS (SELECT 1 FROM fence))
+          SELECT count(*)::int AS n FROM ins`;
+        if (r!.n !== append.messages.length) throw new LeaseLost("the thread's lease moved on; the write was refused");
+        return;
+      }
       await sql`
         INSERT INTO runs (run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage,
                           created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by)
