@@ -10,7 +10,6 @@ import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { startSweeper } from "./approvals/sweep.js";
 import { createA2AService } from "./a2a/service.js";
-import { isoTime } from "./clock.js";
 import { every, sweepRetention } from "./store/retention.js";
 
 /** A run record left running is marked ProcessLost this long after its lease expired (spec 3.1). */
@@ -20,7 +19,7 @@ import type { Tool } from "./agent/tools/define.js";
 import { createPrincipalHasher } from "./auth/hashing.js";
 import { authCompatibilityProblems, chooseAuthPolicy } from "./auth/choose.js";
 import type { CustomAuthPolicy } from "./auth/custom.js";
-import { type Clock, systemClock } from "./clock.js";
+import { type Clock, isoTime, systemClock } from "./clock.js";
 import type { Deps } from "./deps.js";
 import { ConfigurationError } from "./errors.js";
 import { buildRouter } from "./http/router.js";

@@ -3,6 +3,7 @@
  * version from the `A2A-Version` header (CONTRACT 5), and build results and errors.
  */
 import type { JsonValue } from "../json.js";
+import { A2A_V03_TO_V10 } from "../policy/document.js";
 
 export type A2AVersion = "0.3" | "1.0";
 
@@ -62,12 +63,5 @@ export function rpcError(id: RpcRequest["id"], code: number, message: string, da
   return { jsonrpc: "2.0", id, error: { code, message, ...(data !== undefined ? { data } : {}) } };
 }
 
-/** 0.3 method names read as their 1.0 names. */
-export const METHODS_V03: Readonly<Record<string, string>> = {
-  "message/send": "SendMessage",
-  "message/stream": "SendStreamingMessage",
-  "tasks/get": "GetTask",
-  "tasks/list": "ListTasks",
-  "tasks/cancel": "CancelTask",
-  "tasks/resubscribe": "SubscribeToTask",
-};
+/** 0.3 method names read as their 1.0 names (the same table the policy judges by). */
+export const METHODS_V03: Readonly<Record<string, string>> = A2A_V03_TO_V10;

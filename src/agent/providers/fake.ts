@@ -3,6 +3,7 @@
  * the run's user message that start with `/`; other lines are the text.
  */
 import { ModelError } from "../../errors.js";
+import { sleep } from "../../clock.js";
 import { codePointLength } from "../../json.js";
 import type { Message } from "../../store/ports.js";
 import { FINAL_ANSWER_TOOL, STRUCTURED_RETRY_PREFIX } from "../structured.js";
@@ -155,17 +156,3 @@ function charsSent(request: ModelRequest): number {
   return n;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}

@@ -5,6 +5,7 @@
  * together with function calling), so `structuredOutput` is false and no response schema is sent.
  */
 import { ModelError } from "../../errors.js";
+import { sleep } from "../../clock.js";
 import type { JsonValue } from "../../json.js";
 import type { Message } from "../../store/ports.js";
 import type { Model, ModelEvent, ModelRequest, ProviderOptions, ToolSpec } from "../model.js";
@@ -255,20 +256,6 @@ function backoffMs(attempt: number, retryAfter: string | null): number {
   return exp * (1 - Math.random() * 0.25);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 /** The start of an error answer, for the log (the ModelError message never carries it). */
 async function readSnippet(response: Response): Promise<string> {
