@@ -34,6 +34,8 @@ interface Ctx {
 /** Runs of this process by task id: cancel and subscribe reach them here. */
 interface LiveTask {
   run: RunHandle | undefined;
+  /** Resolves with the stored final task. */
+  done: Promise<TaskRecord> | undefined;
   listeners: Set<(event: Record<string, JsonValue> | null, task: TaskRecord) => void>;
   canceled: boolean;
 }
@@ -183,9 +185,10 @@ export function createA2AService(deps: Deps) {
     task: TaskRecord,
     ctx: Ctx,
     onEvent: ((event: Record<string, JsonValue> | null, task: TaskRecord) => void) | undefined,
-    begin: (emit: (event: RunEvent) => void) => Promise<RunHandle | null>,
+    /** Starts the run, or answers the task as it now stands when no run starts. */
+    begin: (emit: (event: RunEvent) => void) => Promise<RunHandle | TaskRecord>,
   ): Promise<Started> {
-    const entry: LiveTask = { run: undefined, listeners: new Set(), canceled: false };
+    const entry: LiveTask = { run: undefined, done: undefined, listeners: new Set(), canceled: false };
     if (onEvent) entry.listeners.add(onEvent);
     live.set(task.task_id, entry);
     const collector = outcomeCollector();
@@ -207,7 +210,7 @@ export function createA2AService(deps: Deps) {
         held = event.text;
       }
     };
-    let run: RunHandle | null;
+    let run: RunHandle | TaskRecord;
     try {
       run = await begin(emit);
     } catch (error) {
@@ -218,19 +221,19 @@ export function createA2AService(deps: Deps) {
       }
       throw error;
     }
-    if (!run) {
+    if ("task_id" in run) {
       live.delete(task.task_id);
-      return { task, done: Promise.resolve(task) };
+      return { task: run, done: Promise.resolve(run) };
     }
     entry.run = run;
     const withRun = await update(task, { run_id: run.runId });
-    const done = run.done.then(async () => {
+    const done = (entry.done = run.done.then(async () => {
       const outcome = collector.outcome();
       if (held !== undefined) chunk(held, true);
       const final = await update(withRun, entry.canceled ? { state: "canceled", status_parts: [], run_id: null } : taskFields(outcome, artifactId));
       live.delete(task.task_id);
       return final;
-    });
+    }));
     return { task: withRun, done };
   }
 
@@ -289,10 +292,11 @@ export function createA2AService(deps: Deps) {
     return runInTask(working, ctx, onEvent, async (emit) => {
       const outcome = await resumeAfterDecision(deps, { approval: decided, decision, decider: ctx.caller, emit, logger: ctx.logger });
       if (outcome.kind === "started") return outcome.run;
-      // Other approvals of the run still wait: the task waits for them.
+      // Other approvals of the run still wait, or another request resumes it: the task waits,
+      // listing this approval too, so it takes the outcome whichever route finishes the run.
       const pending = await deps.store.listApprovals({ run_id: decided.run_id, status: "pending", limit: 100, offset: 0 });
-      await update(working, awaiting(pending.map((a) => a.approval_id), pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>)));
-      return null;
+      const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
+      return update(working, awaiting([decided.approval_id, ...pending.map((a) => a.approval_id)], shown));
     });
   }
 
@@ -349,8 +353,7 @@ export function createA2AService(deps: Deps) {
     queue.push(rpcResult(req.id, taskSnapshot(t, ctx.version)), t);
     const listener = (event: Record<string, JsonValue> | null, task: TaskRecord) => queue.push(event === null ? null : rpcResult(req.id, event), task);
     entry.listeners.add(listener);
-    void entry.run?.done.then(async () => {
-      const final = (await deps.store.getTask(t.task_id)) ?? t;
+    void entry.done?.then((final) => {
       queue.push(rpcResult(req.id, statusUpdate(final, ctx.version)), final);
       queue.end();
     });
