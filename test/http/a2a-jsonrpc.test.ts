@@ -539,10 +539,7 @@ describe("approvals over A2A (spec 4.5)", () => {
     expect(hits).toHaveLength(2);
   });
 
-  // SRC BUG (src/a2a/service.ts:291-295 with :221-223): when a decision leaves other approvals of
-  // the run pending, decide() stores the task as input-required but returns null to runInTask,
-  // which answers with the stale `working` record it was given: SendMessage replies
-  // TASK_STATE_WORKING while GetTask reads TASK_STATE_INPUT_REQUIRED.
+  // A decision that leaves other approvals of the run pending answers the task as stored.
   it("the reply to the first of two decisions reads input-required (not a stale working)", async () => {
     const a = await approvalApp();
     const { t, first } = await twoCalls(a);
