@@ -142,8 +142,10 @@ export function createA2AService(deps: Deps) {
       ctx.caller.principal.actor && deps.settings.A2A_CALLER_NOTE === "on"
         ? `Another agent (${ctx.caller.principal.actor.id}) wrote this request on behalf of the user.${origin.text ? ` The user's own words, as that agent forwarded them: ${JSON.stringify(origin.text)}` : ""}`
         : undefined;
+    const mentions = deps.settings.A2A_DELEGATED_MENTIONS;
+    const userWords = !ctx.caller.principal.actor ? msg.text : mentions === "request" ? msg.text : mentions === "origin" ? (origin.text ?? "") : "";
     return runInTask(task, ctx, onEvent, (emit) =>
-      beginRun(deps, { caller: ctx.caller, threadId: task.context_id, message: msg.text, metadata: {}, emit, logger: ctx.logger, ...(note ? { systemNote: note } : {}) }),
+      beginRun(deps, { caller: ctx.caller, threadId: task.context_id, message: msg.text, metadata: {}, emit, logger: ctx.logger, userWords, ...(note ? { systemNote: note } : {}) }),
     );
   }
 

@@ -24,6 +24,8 @@ export interface BeginRun {
   readonly logger: Logger;
   /** Added to the system prompt for this run (A2A's note that another agent wrote the request). */
   readonly systemNote?: string;
+  /** The user's own words for require_user_mentioned, when not the message itself. */
+  readonly userWords?: string | undefined;
 }
 
 export async function beginRun(deps: Deps, input: BeginRun): Promise<RunHandle> {

@@ -47,6 +47,8 @@ export interface RunInput {
   readonly systemNote?: string;
   /** The thread was created for this run: it has no history to read. */
   readonly freshThread?: boolean;
+  /** The user's own words for require_user_mentioned (defaults to the message; A2A sets it). */
+  readonly userWords?: string | undefined;
 }
 
 export interface RunHandle {
@@ -156,7 +158,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         messages,
         emit,
         persist,
-        toolContext: { principal: publicPrincipal(caller.principal), threadId, runId },
+        toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(input.userWords ?? input.message ?? lastUserWords(history)) },
         apiFor: deps.policyClient
           ? deps.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
           : () => noPolicyClient,
@@ -253,6 +255,17 @@ async function pendingApprovals(deps: Deps, runId: string): Promise<PublicApprov
   const ids = deps.pauses.approvalIds(runId);
   const records = await Promise.all(ids.map((id) => deps.store.getApproval(id)));
   return records.flatMap((r) => (r ? [publicApproval(r)] : []));
+}
+
+/** A resumed run acts on the words of the request that paused it. */
+function lastUserWords(history: readonly Message[]): string | undefined {
+  for (let i = history.length - 1; i >= 0; i--) if (history[i]!.role === "user") return history[i]!.content;
+  return undefined;
+}
+
+function mentionCheck(words: string | undefined): (value: string) => boolean {
+  const haystack = (words ?? "").toLowerCase();
+  return (value) => value.trim() !== "" && haystack.includes(value.trim().toLowerCase());
 }
 
 function errorEvent(code: SseErrorCode, message: string, errorId: string, runId: string): RunEvent {

@@ -10,6 +10,7 @@ const ctx: ToolContext = {
   runId: "r1",
   signal: new AbortController().signal,
   api: noPolicyClient,
+  userMentioned: () => false,
 };
 
 const base = (): ToolDefinition => ({

@@ -12,6 +12,13 @@ export interface ToolContext {
   readonly signal: AbortSignal;
   /** Every outbound call goes through this client (the policy decides it). */
   readonly api: ApiClient;
+  /**
+   * require_user_mentioned: true when the user's own words in this run contain `value` (case
+   * insensitive). For a request another agent presents, A2A_DELEGATED_MENTIONS decides what the
+   * user's words are: `origin` (the words the agent forwarded with the origin extension),
+   * `request` (the agent's request text) or `refuse` (none: always false).
+   */
+  userMentioned(value: string): boolean;
 }
 
 export interface ToolDefinition<A extends Record<string, JsonValue> = Record<string, JsonValue>> {
