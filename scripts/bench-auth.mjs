@@ -28,29 +28,18 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { serve } from "@hono/node-server";
-import autocannon from "autocannon";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { autocannonInWorker, closeServer, listen, loadDist, log, median, parseArgs, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
 
-function parseArgs(argv) {
-  const opts = { seconds: 10, connections: 50, warmup: 1, tokens: 12_000, rounds: 1 };
-  const numeric = { "--seconds": "seconds", "--connections": "connections", "--warmup": "warmup", "--tokens": "tokens", "--rounds": "rounds" };
-  for (let i = 0; i < argv.length; i++) {
-    let [flag, value] = argv[i].split("=", 2);
-    if (flag === "--help" || flag === "-h") {
-      process.stdout.write("usage: node scripts/bench-auth.mjs [--seconds 10] [--connections 50] [--warmup 1] [--tokens 12000] [--rounds 1]\n");
-      process.exit(0);
-    }
-    const key = numeric[flag];
-    if (!key) throw new Error(`unknown option ${flag}`);
-    if (value === undefined) value = argv[++i];
-    const n = Number(value);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a number`);
-    opts[key] = n;
-  }
+function options(argv) {
+  const opts = parseArgs(argv, {
+    usage: "usage: node scripts/bench-auth.mjs [--seconds 10] [--connections 50] [--warmup 1] [--tokens 12000] [--rounds 1]\n",
+    defaults: { seconds: 10, connections: 50, warmup: 1, tokens: 12_000, rounds: 1 },
+    numbers: { "--seconds": "seconds", "--connections": "connections", "--warmup": "warmup", "--tokens": "tokens", "--rounds": "rounds" },
+  });
   opts.seconds = Math.max(1, Math.floor(opts.seconds));
   opts.connections = Math.max(1, Math.floor(opts.connections));
   opts.warmup = Math.floor(opts.warmup);
@@ -59,15 +48,10 @@ function parseArgs(argv) {
   return opts;
 }
 
-const opts = parseArgs(process.argv.slice(2));
-const log = (line) => process.stdout.write(`${line}\n`);
+const opts = options(process.argv.slice(2));
 
 // A watchdog, so the run always ends.
-const budgetMs = (opts.warmup + opts.seconds) * (2 * opts.rounds + 1) * 1000 + 3 * 60 * 1000;
-setTimeout(() => {
-  process.stderr.write(`bench-auth: gave up after ${Math.round(budgetMs / 1000)} s\n`);
-  process.exit(1);
-}, budgetMs).unref();
+watchdog("bench-auth", (opts.warmup + opts.seconds) * (2 * opts.rounds + 1) * 1000 + 3 * 60 * 1000);
 
 const ISS = "https://issuer.bench.test";
 const AUD = "agent-api";
@@ -79,28 +63,11 @@ const POLICY_TOKEN_CACHE = 10_000;
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-function listen(fetch) {
-  return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port: 0, hostname: "127.0.0.1" }, (info) => resolve({ server, port: info.port }));
-    server.once("error", reject);
-  });
-}
-
-function closeServer(server) {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections?.();
-  });
-}
-
 /** autocannon in one worker thread; `request` is either headers or a setupRequest module path. */
 function cannon(url, seconds, request) {
-  return autocannon({
-    url,
+  return autocannonInWorker(url, seconds, {
     method: "GET",
     connections: opts.connections,
-    duration: seconds,
-    workers: 1,
     ...(request.headers ? { headers: request.headers } : {}),
     ...(request.setupRequest ? { requests: [{ method: "GET", path: "/threads", setupRequest: request.setupRequest }] } : {}),
   });
@@ -163,11 +130,6 @@ async function inProcess(app, warm, bearers) {
   return run(bearers);
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 // ---------------------------------------------------------------------------------------------
 // the loopback issuer: serves the JWK set and counts fetches
 
@@ -192,13 +154,7 @@ async function startIssuer(jwk) {
 // main
 
 async function main() {
-  let createApp;
-  try {
-    ({ createApp } = await import(new URL("../dist/index.js", import.meta.url).href));
-  } catch (error) {
-    process.stderr.write(`cannot load dist/index.js (run \`npx tsup --silent\` first): ${error.message}\n`);
-    process.exit(2);
-  }
+  const { createApp } = await loadDist();
   log(
     `bench-auth: node ${process.version}, GET /threads, ${opts.connections} connections x ${opts.seconds} s (+${opts.warmup} s warm-up) per target, ` +
       `autocannon in a worker thread`,
@@ -320,10 +276,4 @@ module.exports = function setupRequest(request) {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    process.stderr.write(`bench-auth failed: ${error?.stack ?? error}\n`);
-    process.exit(1);
-  },
-);
+runMain("bench-auth", main);

@@ -25,67 +25,43 @@ import http from "node:http";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { serve } from "@hono/node-server";
-import autocannon from "autocannon";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
+import { autocannonInWorker, closeServer, listen, loadDist, log, parseArgs, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
 
-function parseArgs(argv) {
-  const opts = {
-    seconds: 10,
-    connections: 50,
-    warmup: 1,
-    samples: 200,
-    sampleConcurrency: 20,
-    streams: 10_000,
-    skipIdle: false,
-    sql: false,
-    dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test",
-    turns: 200,
-  };
-  const numeric = {
-    "--seconds": "seconds",
-    "--connections": "connections",
-    "--warmup": "warmup",
-    "--samples": "samples",
-    "--sample-concurrency": "sampleConcurrency",
-    "--streams": "streams",
-    "--turns": "turns",
-  };
-  for (let i = 0; i < argv.length; i++) {
-    let [flag, value] = argv[i].split("=", 2);
-    if (flag === "--help" || flag === "-h") {
-      process.stdout.write(
-        "usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n" +
-          "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200]]\n",
-      );
-      process.exit(0);
-    }
-    if (flag === "--skip-idle") {
-      opts.skipIdle = true;
-      continue;
-    }
-    if (flag === "--sql") {
-      opts.sql = true;
-      continue;
-    }
-    if (flag === "--dsn") {
-      if (value === undefined) value = argv[++i];
-      if (!value) throw new Error("--dsn needs a connection string");
-      opts.dsn = value;
-      continue;
-    }
-    const key = numeric[flag];
-    if (!key) throw new Error(`unknown option ${flag}`);
-    if (value === undefined) value = argv[++i];
-    const n = Number(value);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a number`);
-    opts[key] = n;
-  }
+function options(argv) {
+  const opts = parseArgs(argv, {
+    usage:
+      "usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n" +
+      "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200]]\n",
+    defaults: {
+      seconds: 10,
+      connections: 50,
+      warmup: 1,
+      samples: 200,
+      sampleConcurrency: 20,
+      streams: 10_000,
+      skipIdle: false,
+      sql: false,
+      dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test",
+      turns: 200,
+    },
+    numbers: {
+      "--seconds": "seconds",
+      "--connections": "connections",
+      "--warmup": "warmup",
+      "--samples": "samples",
+      "--sample-concurrency": "sampleConcurrency",
+      "--streams": "streams",
+      "--turns": "turns",
+    },
+    switches: { "--skip-idle": "skipIdle", "--sql": "sql" },
+    strings: { "--dsn": ["dsn", "a connection string"] },
+  });
   opts.connections = Math.max(1, Math.floor(opts.connections));
   opts.samples = Math.max(1, Math.floor(opts.samples));
   opts.sampleConcurrency = Math.max(1, Math.floor(opts.sampleConcurrency));
@@ -94,7 +70,7 @@ function parseArgs(argv) {
   return opts;
 }
 
-const opts = parseArgs(process.argv.slice(2));
+const opts = options(process.argv.slice(2));
 
 // ---------------------------------------------------------------------------------------------
 // workload: "echo: " + MESSAGE is 16 * 18 characters -> 18 deltas + start + end = 20 events
@@ -117,13 +93,7 @@ function killChildren() {
 }
 process.on("exit", killChildren);
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130));
-const budgetMs = (opts.warmup + opts.seconds) * 2 * 1000 + 6 * 60 * 1000;
-setTimeout(() => {
-  process.stderr.write(`bench-chat: gave up after ${Math.round(budgetMs / 1000)} s\n`);
-  process.exit(1);
-}, budgetMs).unref();
-
-const log = (line) => process.stdout.write(`${line}\n`);
+watchdog("bench-chat", (opts.warmup + opts.seconds) * 2 * 1000 + 6 * 60 * 1000);
 
 // ---------------------------------------------------------------------------------------------
 // the bare baseline: one streamSSE route writing the same 20 events with similar payloads
@@ -155,28 +125,8 @@ function bareApp() {
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-function listen(fetch) {
-  return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port: 0, hostname: "127.0.0.1" }, (info) => resolve({ server, port: info.port }));
-    server.once("error", reject);
-  });
-}
-
-function closeServer(server) {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections?.();
-  });
-}
-
 function cannon(url, seconds) {
-  return autocannon({ url, method: "POST", headers: HEADERS, body: BODY, connections: opts.connections, duration: seconds, workers: 1 });
-}
-
-function percentile(sorted, p) {
-  if (sorted.length === 0) return NaN;
-  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[idx];
+  return autocannonInWorker(url, seconds, { method: "POST", headers: HEADERS, body: BODY, connections: opts.connections });
 }
 
 /** Time to first event: `samples` requests, `sampleConcurrency` in flight, fetch + body reader. */
@@ -403,13 +353,7 @@ async function benchIdle(mode, streams) {
 // main
 
 async function main() {
-  let createApp;
-  try {
-    ({ createApp } = await import(new URL("../dist/index.js", import.meta.url).href));
-  } catch (error) {
-    process.stderr.write(`cannot load dist/index.js (run \`npx tsup --silent\` first): ${error.message}\n`);
-    process.exit(2);
-  }
+  const { createApp } = await loadDist();
   log(`bench-chat: node ${process.version}, ${opts.connections} connections x ${opts.seconds} s (+${opts.warmup} s warm-up) per target, ${EXPECTED_EVENTS} SSE events per response`);
   if (opts.sql) return sqlMode(createApp);
 
@@ -627,14 +571,4 @@ async function sqlMode(createApp) {
   }
 }
 
-main().then(
-  () => {
-    killChildren();
-    process.exit(0);
-  },
-  (error) => {
-    process.stderr.write(`bench-chat failed: ${error?.stack ?? error}\n`);
-    killChildren();
-    process.exit(1);
-  },
-);
+runMain("bench-chat", main, killChildren);

@@ -22,26 +22,17 @@ import { createPolicyClient } from "../src/policy/client.ts";
 import { loadPolicy } from "../src/policy/document.ts";
 import { describeCall, judge } from "../src/policy/judge.ts";
 import { preparePolicy } from "../src/policy/setup.ts";
+import { closeServer, log, median, parseArgs, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
 
-function parseArgs(argv) {
-  const opts = { seconds: 2, warmup: 0.5, calls: 10_000, n: 2000, rounds: 5, warmupCalls: 1000 };
-  const numeric = { "--seconds": "seconds", "--warmup": "warmup", "--calls": "calls", "--n": "n", "--rounds": "rounds", "--warmup-calls": "warmupCalls" };
-  for (let i = 0; i < argv.length; i++) {
-    let [flag, value] = argv[i].split("=", 2);
-    if (flag === "--help" || flag === "-h") {
-      process.stdout.write("usage: npx tsx scripts/bench-policy.mjs [--seconds 2] [--warmup 0.5] [--calls 10000] [--n 2000] [--rounds 5] [--warmup-calls 1000]\n");
-      process.exit(0);
-    }
-    const key = numeric[flag];
-    if (!key) throw new Error(`unknown option ${flag}`);
-    if (value === undefined) value = argv[++i];
-    const n = Number(value);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a number`);
-    opts[key] = n;
-  }
+function options(argv) {
+  const opts = parseArgs(argv, {
+    usage: "usage: npx tsx scripts/bench-policy.mjs [--seconds 2] [--warmup 0.5] [--calls 10000] [--n 2000] [--rounds 5] [--warmup-calls 1000]\n",
+    defaults: { seconds: 2, warmup: 0.5, calls: 10_000, n: 2000, rounds: 5, warmupCalls: 1000 },
+    numbers: { "--seconds": "seconds", "--warmup": "warmup", "--calls": "calls", "--n": "n", "--rounds": "rounds", "--warmup-calls": "warmupCalls" },
+  });
   opts.calls = Math.max(1, Math.floor(opts.calls));
   opts.n = Math.max(1, Math.floor(opts.n));
   opts.rounds = Math.max(1, Math.floor(opts.rounds));
@@ -49,15 +40,10 @@ function parseArgs(argv) {
   return opts;
 }
 
-const opts = parseArgs(process.argv.slice(2));
+const opts = options(process.argv.slice(2));
 
-const budgetMs = 55_000;
-setTimeout(() => {
-  process.stderr.write(`bench-policy: gave up after ${budgetMs / 1000} s\n`);
-  process.exit(1);
-}, budgetMs).unref();
+watchdog("bench-policy", 55_000);
 
-const log = (line) => process.stdout.write(`${line}\n`);
 const JUDGE_TARGET = 1_000_000;
 const LATENCY_TARGET_PCT = 10;
 
@@ -343,24 +329,12 @@ function upstream() {
   });
 }
 
-function percentile(sorted, p) {
-  if (sorted.length === 0) return NaN;
-  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[idx];
-}
-
 function stats(times) {
   const sorted = Float64Array.from(times).sort();
   let sum = 0;
   for (const t of times) sum += t;
   return { mean: sum / times.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 const silent = { debug() {}, info() {}, warning() {}, error() {}, child: () => silent };
 
@@ -445,10 +419,7 @@ async function benchClient(policyText, specs) {
       pct: m((r) => r.pct),
     };
   } finally {
-    await new Promise((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections?.();
-    });
+    await closeServer(server);
   }
 }
 
@@ -493,10 +464,4 @@ async function main() {
   log(`  total time ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
-main().then(
-  () => process.exit(0),
-  (error) => {
-    process.stderr.write(`bench-policy failed: ${error?.stack ?? error}\n`);
-    process.exit(1);
-  },
-);
+runMain("bench-policy", main);

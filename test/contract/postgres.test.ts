@@ -3,14 +3,14 @@
  * database test; `.ci/run` starts it if it is installed and down). Each run uses a schema of its
  * own, dropped afterwards.
  */
-import postgres from "postgres";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { openPostgres } from "../../src/store/postgres/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
+import { dropSchemas, TEST_DSN } from "../support/postgres.js";
 import { describeLeaseContract } from "./lease.js";
 import { describeStoreContract } from "./store.js";
 
-export const TEST_DSN = process.env.TEST_SQLDB_DSN ?? "postgres://postgres@127.0.0.1:5432/test";
+export { TEST_DSN };
 const schema = `contract_${process.pid}_${Date.now().toString(36)}`;
 let adapters: Awaited<ReturnType<typeof openPostgres>>;
 
@@ -20,9 +20,11 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await adapters?.store.close();
-  const sql = postgres(TEST_DSN, { max: 1, onnotice: () => {} });
-  await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await sql.end();
+  await dropSchemas([schema]);
+});
+
+it("answers ping", async () => {
+  await expect(adapters.store.ping()).resolves.toBeUndefined();
 });
 
 describeStoreContract("postgres", async () => ({ store: adapters.store }));

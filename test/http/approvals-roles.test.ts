@@ -1,69 +1,26 @@
-import { createServer, type Server } from "node:http";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ACTIONS, defineTool, type Principal } from "../../src/index.js";
+import { afterEach, describe, expect, it } from "vitest";
 import { chat, makeApp, parseSse, post, type TestApp } from "../helpers.js";
+import { actor, bearer, bearerWordPolicy } from "./support/principals.js";
+import { bankPolicy, empty, payTool, recordingUpstream } from "../support/upstream.js";
 
 /** A test auth policy: the bearer token names the principal. */
-const PEOPLE: Record<string, Principal> = {
-  alice: person("alice", []),
-  bob: person("bob", []),
-  admin: person("root", ["admin"]),
-  auditor: person("audit", ["auditor"]),
-  agent: { ...person("alice", []), actor: { id: "agent-a", chain: [], client: null } },
-};
-function person(id: string, roles: string[]): Principal {
-  return { id, roles, permissions: new Set(ACTIONS), attributes: {}, credentials: {}, actor: null };
-}
-const authPolicy = {
-  async authenticate(request: Request) {
-    const who = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
-    const p = PEOPLE[who];
-    if (!p) throw Object.assign(new Error("no"), { code: "unauthorized", status: 401, body: { detail: "Missing or invalid bearer token." }, headers: {} });
-    return p;
-  },
-};
-const as = (who: string) => ({ Authorization: `Bearer ${who}` });
-
-let upstream: Server;
-let base: string;
-let hits = 0;
-beforeAll(async () => {
-  upstream = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      hits++;
-      res.end("{}");
-    });
-  });
-  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
-  base = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
+const authPolicy = bearerWordPolicy({
+  alice: { id: "alice" },
+  bob: { id: "bob" },
+  admin: { id: "root", roles: ["admin"] },
+  auditor: { id: "audit", roles: ["auditor"] },
+  agent: { id: "alice", actor: actor("agent-a") },
 });
-afterAll(() => upstream.close());
+const as = bearer;
 
-const tool = defineTool({
-  name: "pay",
-  description: "pays",
-  parameters: { type: "object" },
-  calls: [{ api: "bank", method: "POST", path: "/pay" }],
-  run: async (_a, ctx) => (await ctx.api.request("bank", { method: "POST", path: "/pay", body: { amount: 5 } })).status,
-});
-const policy = (approvers: string) => `
-apis:
-  bank:
-    base_url_env: BANK_URL
-    auth: none
-    allowed_methods: [POST]
-    approval:
-      required_for: { methods: [POST] }
-      approvers: ${approvers}
-`;
+const bank = recordingUpstream(empty);
 
 let app: TestApp;
 afterEach(async () => app?.close());
 
 async function paused(approvers: string, env: Record<string, string> = {}) {
-  hits = 0;
-  app = await makeApp({ BANK_URL: base, AUTH_READ_ACROSS_ROLES: "auditor", ...env }, { policyText: policy(approvers), tools: [tool], authPolicy });
+  bank.hits.length = 0;
+  app = await makeApp({ BANK_URL: bank.base, AUTH_READ_ACROSS_ROLES: "auditor", ...env }, { policyText: bankPolicy(approvers), tools: [payTool], authPolicy });
   const { events } = await chat(app, { message: "/call pay {}", thread_id: "alice-1" }, as("alice"));
   return events.at(-1)!.data.approval as { approval_id: string; digest: string; body: unknown };
 }
@@ -80,7 +37,7 @@ describe("who decides", () => {
     expect(res.status).toBe(200);
     const events = parseSse(await res.text());
     expect(events.at(-1)!.data.status).toBe("ok");
-    expect(hits).toBe(1);
+    expect(bank.hits).toHaveLength(1);
     const thread = (await (await app.fetch(new Request("http://test/threads", { headers: as("alice") }))).json()) as { thread_id: string }[];
     expect(thread.map((t) => t.thread_id)).toContain("alice-1");
   });
@@ -92,7 +49,7 @@ describe("who decides", () => {
       expect(res.status, who).toBe(403);
       expect(((await res.json()) as { code: string }).code).toBe("not_an_approver");
     }
-    expect(hits).toBe(0);
+    expect(bank.hits).toHaveLength(0);
   });
 
   it("the requester decides only when requester is listed", async () => {
@@ -101,14 +58,14 @@ describe("who decides", () => {
   });
 
   it("a delegated principal deciding a direct approval gets 403 approval_direct_only", async () => {
-    hits = 0;
-    app = await makeApp({ BANK_URL: base, AUTH_ALLOWED_ACTORS: "agent-a" }, { policyText: policy("[requester]"), tools: [tool], authPolicy });
+    bank.hits.length = 0;
+    app = await makeApp({ BANK_URL: bank.base, AUTH_ALLOWED_ACTORS: "agent-a" }, { policyText: bankPolicy("[requester]"), tools: [payTool], authPolicy });
     const { events } = await chat(app, { message: "/call pay {}", thread_id: "alice-1" }, as("agent"));
     const ap = events.at(-1)!.data.approval as { approval_id: string; digest: string };
     const res = await decide(ap.approval_id, "agent", { decision: "approve", digest: ap.digest });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { code: string }).code).toBe("approval_direct_only");
-    expect(hits).toBe(0);
+    expect(bank.hits).toHaveLength(0);
   });
 });
 

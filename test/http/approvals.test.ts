@@ -1,35 +1,14 @@
-import { createServer, type Server } from "node:http";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { approvalDigest } from "../../src/approvals/digest.js";
 import { defineTool } from "../../src/index.js";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import type { Store } from "../../src/store/ports.js";
 import { answerText, chat, get, KEY, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
+import { recordingUpstream } from "../support/upstream.js";
 
-interface Hit {
-  method: string;
-  url: string;
-  body: string;
-}
-let upstream: Server;
-let base: string;
-const hits: Hit[] = [];
-
-beforeAll(async () => {
-  upstream = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      hits.push({ method: req.method!, url: req.url!, body });
-      res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ created: true }));
-    });
-  });
-  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
-  base = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-});
-afterAll(() => upstream.close());
+const upstream = recordingUpstream();
+const hits = upstream.hits;
 
 const POLICY = (approvers = "[requester]", extra = "") => `
 apis:
@@ -67,7 +46,7 @@ let clock: { t: number; now(): number };
 let apps: TestApp[] = [];
 
 async function app(policy = POLICY(), tools = [createOrder, deleteOrder]) {
-  const a = await makeApp({ ORDERS_URL: base }, { store, clock, lease: sharedLease, policyText: policy, tools, sweepIntervalMs: 20 });
+  const a = await makeApp({ ORDERS_URL: upstream.base }, { store, clock, lease: sharedLease, policyText: policy, tools, sweepIntervalMs: 20 });
   apps.push(a);
   return a;
 }

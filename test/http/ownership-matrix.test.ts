@@ -7,42 +7,35 @@
  * dave holds the approver role (admin). Fixture: T_user and T_a each hold a paused approval
  * (approvers `[requester, role:admin]`), U_user and U_a are unpaused threads.
  */
-import { createServer, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { AuthError, type CustomAuthPolicy, type CustomPrincipal, defineTool } from "../../src/index.js";
+import { type CustomPrincipal, defineTool } from "../../src/index.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import type { Store } from "../../src/store/ports.js";
 import { chat, makeApp, parseSse, type TestApp } from "../helpers.js";
+import { actor, bearer, bearerWordPolicy } from "./support/principals.js";
+import { bankPolicy, empty, payTool, recordingUpstream } from "../support/upstream.js";
 
 const FOREIGN = "This thread belongs to another principal.";
 const SCOPE_ALL = "scope=all needs a read-across role.";
 const NOT_AN_APPROVER = "You are not an approver of this call.";
 const DIRECT_ONLY = "This approval is decided directly by the person, not through an agent.";
 
-const agent = (id: string) => ({ id, chain: [], client: null });
 const PRINCIPALS = {
   user: { id: "alice" },
-  agentA: { id: "alice", actor: agent("agent-a") },
-  agentB: { id: "alice", actor: agent("agent-b") },
+  agentA: { id: "alice", actor: actor("agent-a") },
+  agentB: { id: "alice", actor: actor("agent-b") },
   other: { id: "bob" },
   reader: { id: "carol", roles: ["auditor"] },
   approver: { id: "dave", roles: ["admin"] },
   // Delegated principals holding roles that AUTH_DELEGATED_ROLES lends them (kept, visible to tools).
-  agentAdmin: { id: "alice", roles: ["admin"], actor: agent("agent-a") },
-  agentAuditor: { id: "alice", roles: ["auditor"], actor: agent("agent-a") },
+  agentAdmin: { id: "alice", roles: ["admin"], actor: actor("agent-a") },
+  agentAuditor: { id: "alice", roles: ["auditor"], actor: actor("agent-a") },
 } satisfies Record<string, CustomPrincipal>;
 type Who = keyof typeof PRINCIPALS;
 const MATRIX: Who[] = ["user", "agentA", "agentB", "other", "reader", "approver"];
 
-const authPolicy: CustomAuthPolicy = {
-  authenticate(request) {
-    const word = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
-    const p = (PRINCIPALS as Record<string, CustomPrincipal>)[word];
-    if (!p) throw new AuthError(401, "Invalid bearer token: unknown test word.");
-    return p;
-  },
-};
-const as = (who: Who) => ({ Authorization: `Bearer ${who}` });
+const authPolicy = bearerWordPolicy(PRINCIPALS);
+const as = (who: Who) => bearer(who);
 
 const ENV = {
   AUTH_ALLOWED_ACTORS: "agent-a,agent-b",
@@ -50,29 +43,8 @@ const ENV = {
   AUTH_DELEGATED_ROLES: "admin,auditor",
 };
 
-let upstream: Server;
-let base: string;
-let hits = 0;
-beforeAll(async () => {
-  upstream = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      hits++;
-      res.end("{}");
-    });
-  });
-  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
-  base = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-});
-afterAll(() => new Promise<void>((r) => upstream.close(() => r())));
+const bank = recordingUpstream(empty);
 
-const pay = defineTool({
-  name: "pay",
-  description: "pays",
-  parameters: { type: "object" },
-  calls: [{ api: "bank", method: "POST", path: "/pay" }],
-  run: async (_a, ctx) => (await ctx.api.request("bank", { method: "POST", path: "/pay", body: { amount: 5 } })).status,
-});
 const whoami = defineTool({
   name: "whoami",
   description: "the caller as tools see it",
@@ -80,16 +52,7 @@ const whoami = defineTool({
   calls: [],
   run: (_a, ctx) => JSON.stringify({ id: ctx.principal.id, roles: ctx.principal.roles, actor: ctx.principal.actor?.id ?? null }),
 });
-const POLICY = `
-apis:
-  bank:
-    base_url_env: BANK_URL
-    auth: none
-    allowed_methods: [POST]
-    approval:
-      required_for: { methods: [POST] }
-      approvers: [requester, 'role:admin']
-`;
+const POLICY = bankPolicy("[requester, 'role:admin']");
 
 const T_USER = "t-user";
 const T_A = "t-a";
@@ -111,9 +74,9 @@ afterEach(async () => {
 
 /** A fresh app with the four threads; closed after the test unless `shared` (then by its describe). */
 async function fixture(shared = false): Promise<Fixture> {
-  hits = 0;
+  bank.hits.length = 0;
   const store = createMemoryStore();
-  const app = await makeApp({ BANK_URL: base, ...ENV }, { policyText: POLICY, tools: [pay, whoami], authPolicy, store });
+  const app = await makeApp({ BANK_URL: bank.base, ...ENV }, { policyText: POLICY, tools: [payTool, whoami], authPolicy, store });
   if (!shared) opened.push(app);
   const pause = async (threadId: string, who: Who) => {
     const { res, events } = await chat(app, { message: "/call pay {}", thread_id: threadId }, as(who));
@@ -128,7 +91,7 @@ async function fixture(shared = false): Promise<Fixture> {
     expect(res.status).toBe(200);
     expect(events.at(-1)?.data.status).toBe("ok");
   }
-  expect(hits).toBe(0);
+  expect(bank.hits).toHaveLength(0);
   return { app, store, approval };
 }
 
@@ -389,7 +352,7 @@ describe("decide (POST /threads/{id}/approvals/{approval_id}, reject)", () => {
         expect(events[0]).toMatchObject({ event: "message.start", data: { approval_id: id, decision: "reject" } });
         expect(events.at(-1)?.event).toBe("message.end");
       }
-      expect(hits).toBe(0);
+      expect(bank.hits).toHaveLength(0);
     });
 
   for (const who of MATRIX) {

@@ -6,33 +6,24 @@
  * Needs the PostgreSQL at 127.0.0.1:5432 (user postgres, database test, trust auth), or
  * TEST_SQLDB_DSN. Every schema made here is dropped in afterAll.
  */
-import { createServer, type Server } from "node:http";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineTool } from "../../src/index.js";
-import { silentLogger } from "../../src/observability/logger.js";
-import { openPostgres, type PostgresAdapters } from "../../src/store/postgres/index.js";
+import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { LeaseLost } from "../../src/store/postgres/store.js";
 import { chat, get, makeApp, parseSse, post, readUntil, waitFor, type TestApp } from "../helpers.js";
+import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
+import { recordingUpstream } from "../support/upstream.js";
 
-const DSN = process.env.TEST_SQLDB_DSN ?? "postgres://postgres@127.0.0.1:5432/test";
-const newSchema = () => `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
-const schemas: string[] = [];
-const apps: TestApp[] = [];
-const handles: PostgresAdapters[] = [];
-const admins: postgres.Sql[] = [];
+/** Schemas, apps, handles and clients made here; closed and dropped in afterAll. */
+const pg = scratchDatabase();
+const { fresh, handle, admin } = pg;
 
 // ---------------------------------------------------------------------------------------------
 // a loopback upstream that counts requests, and a tool whose POST the policy gates
 
-interface Hit {
-  method: string;
-  url: string;
-  body: string;
-}
-let upstream: Server;
-let upstreamBase: string;
-const hits: Hit[] = [];
+const upstream = recordingUpstream();
+const hits = upstream.hits;
 
 const POLICY = `
 apis:
@@ -62,32 +53,10 @@ const GATED = '/call create_order {"item":"book"}';
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-const env = () => ({ CHECKPOINTER: "sql", SQLDB_DSN: DSN, ORDERS_URL: upstreamBase, LOG_LEVEL: "WARNING" });
+const env = () => ({ CHECKPOINTER: "sql", SQLDB_DSN: DSN, ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" });
 
-async function replica(schema: string, options: Parameters<typeof makeApp>[1] = {}): Promise<TestApp> {
-  const a = await makeApp(env(), { sqlSchema: schema, policyText: POLICY, tools: [createOrder], sweepIntervalMs: 60_000, ...options });
-  apps.push(a);
-  return a;
-}
-
-/** A third handle on the schema, for the store and lease directly. */
-async function handle(schema: string): Promise<PostgresAdapters> {
-  const h = await openPostgres({ dsn: DSN, min: 1, max: 4, schema, logger: silentLogger, onHealth: () => {} });
-  handles.push(h);
-  return h;
-}
-
-/** A plain client whose search_path is the schema, for checks the ports do not offer. */
-function admin(schema: string): postgres.Sql {
-  const sql = postgres(DSN, { max: 2, onnotice: () => {}, connection: { search_path: schema } });
-  admins.push(sql);
-  return sql;
-}
-
-function fresh(): string {
-  const s = newSchema();
-  schemas.push(s);
-  return s;
+function replica(schema: string, options: Parameters<typeof makeApp>[1] = {}): Promise<TestApp> {
+  return pg.track(makeApp(env(), { sqlSchema: schema, policyText: POLICY, tools: [createOrder], sweepIntervalMs: 60_000, ...options }));
 }
 
 const decide = (a: TestApp, thread: string, id: string, body: Record<string, unknown>) => a.fetch(post(`/threads/${thread}/approvals/${id}`, body));
@@ -107,30 +76,7 @@ async function pause(a: TestApp, thread: string) {
   return end.data as { approval: Record<string, any>; run_id: string };
 }
 
-beforeAll(async () => {
-  upstream = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      hits.push({ method: req.method!, url: req.url!, body });
-      res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ created: true }));
-    });
-  });
-  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
-  upstreamBase = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-});
-
-afterAll(async () => {
-  // in parallel: after a database outage a pool takes its whole 5 s end timeout to close
-  await Promise.all(apps.map((a) => a.close().catch(() => {})));
-  for (const h of handles) await h.store.close().catch(() => {});
-  for (const s of admins) await s.end({ timeout: 5 }).catch(() => {});
-  const sql = postgres(DSN, { max: 1, onnotice: () => {} });
-  for (const s of schemas) await sql.unsafe(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-  await sql.end();
-  await new Promise<void>((r) => upstream.close(() => r()));
-});
+afterAll(() => pg.cleanup());
 
 // ---------------------------------------------------------------------------------------------
 

@@ -2,103 +2,25 @@
  * The Anthropic provider through the real `@anthropic-ai/sdk` client against a loopback server
  * that speaks the Messages streaming protocol (typed server-sent events).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { ModelEvent, ModelRequest, ProviderOptions } from "../../src/agent/model.js";
+import type { ServerResponse } from "node:http";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ProviderOptions } from "../../src/agent/model.js";
 import { createAnthropicModel } from "../../src/agent/providers/anthropic.js";
 import { hasCode } from "../../src/errors.js";
 import type { Message } from "../../src/store/ports.js";
+import { abortAtFirstEvent, collect, conversation, failure, loopbackUpstream, request, sse, sseLate, sseOpen } from "./support.js";
 
 const API_KEY = "sk-ant-loopback-test-key";
 
-interface Recorded {
-  method: string;
-  path: string;
-  headers: IncomingMessage["headers"];
-  body: any;
-}
-
-type Handler = (req: Recorded, res: ServerResponse, attempt: number) => void | Promise<void>;
-
-let server: Server;
-let baseURL: string;
-let handler: Handler = (_req, res) => void res.writeHead(500).end();
-let requests: Recorded[] = [];
-let fetchedUrls: string[] = [];
-
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8");
-      const recorded: Recorded = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: text ? JSON.parse(text) : null };
-      requests.push(recorded);
-      void handler(recorded, res, requests.length);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+const upstream = loopbackUpstream();
+const { requests, fetchedUrls } = upstream;
 
 afterEach(() => {
-  // Nothing but the loopback server was ever asked.
-  for (const url of fetchedUrls) expect(new URL(url).hostname).toBe("127.0.0.1");
-  requests = [];
-  fetchedUrls = [];
   vi.unstubAllEnvs();
 });
 
-/** The transport handed to the SDK: records every URL, refuses anything off loopback. */
-const loopbackFetch: typeof fetch = async (input, init) => {
-  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  fetchedUrls.push(url);
-  if (new URL(url).hostname !== "127.0.0.1") throw new TypeError(`refused non-loopback request to ${new URL(url).host}`);
-  return fetch(input, init);
-};
-
 function model(overrides: Partial<ProviderOptions> = {}) {
-  return createAnthropicModel({ model: "claude-test", apiKey: API_KEY, baseURL, maxRetries: 0, fetch: loopbackFetch, ...overrides });
-}
-
-function request(messages: Message[], extra: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    system: "You are a test agent.",
-    messages,
-    tools: [
-      { name: "get_weather", description: "Weather for a city", parameters: { type: "object", properties: { city: { type: "string" } } } },
-      { name: "get_time", description: "Time in a zone", parameters: { type: "object", properties: { zone: { type: "string" } } } },
-    ],
-    signal: new AbortController().signal,
-    ...extra,
-  };
-}
-
-async function collect(stream: AsyncIterable<ModelEvent>): Promise<ModelEvent[]> {
-  const out: ModelEvent[] = [];
-  for await (const e of stream) out.push(e);
-  return out;
-}
-
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error("expected a failure");
-}
-
-function sse(res: ServerResponse, frames: string[]): void {
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-  for (const f of frames) res.write(f);
-  res.end();
+  return createAnthropicModel({ model: "claude-test", apiKey: API_KEY, baseURL: upstream.baseURL, maxRetries: 0, fetch: upstream.fetch, ...overrides });
 }
 
 /** Errors the SDK retries at once (it treats a zero delay as "use the default backoff"). */
@@ -160,24 +82,11 @@ const toolFrames = () => [
 
 // --- shared conversation ----------------------------------------------------------------------
 
-const user: Message = { id: "m1", role: "user", content: "Weather in Oslo and the time?" };
-const assistantCalls: Message = {
-  id: "m2",
-  role: "assistant",
-  content: "Checking.",
-  tool_calls: [
-    { id: "toolu_a", name: "get_weather", args: { city: "Oslo" } },
-    { id: "toolu_b", name: "get_time", args: { zone: "UTC" } },
-  ],
-};
-const results: Message[] = [
-  { id: "m3", role: "tool", content: "sunny", tool_call_id: "toolu_a", name: "get_weather", is_error: false },
-  { id: "m4", role: "tool", content: "boom", tool_call_id: "toolu_b", name: "get_time", is_error: true },
-];
+const { user, assistantCalls, results } = conversation(["toolu_a", "toolu_b"], "Checking.");
 
 describe("anthropic provider", () => {
   it("streams text in several deltas, then usage, with the key as the SDK sends it (Bearer)", async () => {
-    handler = (_r, res) => sse(res, textFrames(["Hel", "lo, ", "world"]));
+    upstream.handler = (_r, res) => sse(res, textFrames(["Hel", "lo, ", "world"]));
     const m = model();
     expect(m.provider).toBe("anthropic");
     expect(m.name).toBe("claude-test");
@@ -206,7 +115,7 @@ describe("anthropic provider", () => {
   });
 
   it("gathers parallel tool_use blocks whose arguments arrive in pieces", async () => {
-    handler = (_r, res) => sse(res, toolFrames());
+    upstream.handler = (_r, res) => sse(res, toolFrames());
     const events = await collect(model().stream(request([user])));
     expect(events).toEqual([
       { type: "text", text: "Checking." },
@@ -218,14 +127,14 @@ describe("anthropic provider", () => {
   });
 
   it("omits tools and system when there are none", async () => {
-    handler = (_r, res) => sse(res, textFrames(["ok"]));
+    upstream.handler = (_r, res) => sse(res, textFrames(["ok"]));
     await collect(model().stream(request([user], { tools: [], system: "" })));
     expect(requests[0]!.body).not.toHaveProperty("tools");
     expect(requests[0]!.body).not.toHaveProperty("system");
   });
 
   it("sends tool results grouped in one user message right after the assistant turn", async () => {
-    handler = (_r, res) => sse(res, textFrames(["Sunny; the clock failed."]));
+    upstream.handler = (_r, res) => sse(res, textFrames(["Sunny; the clock failed."]));
     const history: Message[] = [
       user,
       assistantCalls,
@@ -261,7 +170,7 @@ describe("anthropic provider", () => {
   });
 
   it("sends an assistant turn with tool calls and no text as tool_use blocks only", async () => {
-    handler = (_r, res) => sse(res, textFrames(["ok"]));
+    upstream.handler = (_r, res) => sse(res, textFrames(["ok"]));
     await collect(model().stream(request([user, { ...assistantCalls, content: "" }, ...results])));
     const messages = requests[0]!.body.messages;
     expect(messages[1].content.map((b: { type: string }) => b.type)).toEqual(["tool_use", "tool_use"]);
@@ -269,14 +178,14 @@ describe("anthropic provider", () => {
   });
 
   it("retries a 429 and a 500, then succeeds on the third attempt", async () => {
-    handler = (_r, res, attempt) => (attempt === 1 ? failWith(res, 429) : attempt === 2 ? failWith(res, 500) : sse(res, textFrames(["fine"])));
+    upstream.handler = (_r, res, attempt) => (attempt === 1 ? failWith(res, 429) : attempt === 2 ? failWith(res, 500) : sse(res, textFrames(["fine"])));
     const events = await collect(model({ maxRetries: 2 }).stream(request([user])));
     expect(requests).toHaveLength(3);
     expect(events[0]).toEqual({ type: "text", text: "fine" });
   });
 
   it("gives up with ModelError after maxRetries + 1 attempts, without the body in the message", async () => {
-    handler = (_r, res, attempt) => failWith(res, attempt === 1 ? 429 : 500);
+    upstream.handler = (_r, res, attempt) => failWith(res, attempt === 1 ? 429 : 500);
     const error = await failure(collect(model({ maxRetries: 2 }).stream(request([user]))));
     expect(requests).toHaveLength(3);
     expect(hasCode(error, "model_error")).toBe(true);
@@ -285,14 +194,14 @@ describe("anthropic provider", () => {
   });
 
   it("does not retry a 400", async () => {
-    handler = (_r, res) => failWith(res, 400);
+    upstream.handler = (_r, res) => failWith(res, 400);
     const error = await failure(collect(model({ maxRetries: 2 }).stream(request([user]))));
     expect(requests).toHaveLength(1);
     expect(error.message).toBe("anthropic request failed: status 400");
   });
 
   it("turns an error event in the stream into ModelError", async () => {
-    handler = (_r, res) =>
+    upstream.handler = (_r, res) =>
       sse(res, [
         messageStart(5),
         ev("error", { error: { type: "overloaded_error", message: "secret-body-text overloaded" } }),
@@ -303,10 +212,7 @@ describe("anthropic provider", () => {
   });
 
   it("turns a request past the timeout into ModelError", async () => {
-    handler = (_r, res) => {
-      const timer = setTimeout(() => (res.destroyed ? undefined : sse(res, textFrames(["late"]))), 1500);
-      res.on("close", () => clearTimeout(timer));
-    };
+    upstream.handler = (_r, res) => sseLate(res, 1500, () => textFrames(["late"]));
     const started = Date.now();
     const error = await failure(collect(model({ timeoutMs: 200 }).stream(request([user]))));
     expect(Date.now() - started).toBeLessThan(1400);
@@ -322,22 +228,10 @@ describe("anthropic provider", () => {
 
   it("rethrows the signal's reason when the run is aborted mid-stream", async () => {
     const controller = new AbortController();
-    handler = (_r, res) => {
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      const frames = textFrames(["first"]);
-      for (const f of frames.slice(0, 5)) res.write(f);
-      // The rest never comes; the client aborts.
-    };
+    // The rest never comes; the client aborts.
+    upstream.handler = (_r, res) => sseOpen(res, textFrames(["first"]).slice(0, 5));
     const reason = new Error("run cancelled");
-    const events: ModelEvent[] = [];
-    const error = await failure(
-      (async () => {
-        for await (const e of model().stream(request([user], { signal: controller.signal }))) {
-          events.push(e);
-          controller.abort(reason);
-        }
-      })(),
-    );
+    const { events, error } = await abortAtFirstEvent(model().stream(request([user], { signal: controller.signal })), controller, reason);
     expect(events).toEqual([{ type: "text", text: "first" }]);
     expect(error).toBe(reason);
   });
@@ -359,7 +253,7 @@ describe("anthropic provider", () => {
     vi.stubEnv("ANTHROPIC_LOG", "debug");
     const logged = vi.spyOn(console, "log");
     const debug = vi.spyOn(console, "debug");
-    handler = (_r, res) => sse(res, textFrames(["ok"]));
+    upstream.handler = (_r, res) => sse(res, textFrames(["ok"]));
     await collect(model().stream(request([user])));
     const headers = requests[0]!.headers;
     expect(headers.authorization).toBe(`Bearer ${API_KEY}`);
@@ -375,6 +269,6 @@ describe("anthropic provider", () => {
     const error = await failure(collect(model({ baseURL: undefined }).stream(request([user]))));
     expect(hasCode(error, "model_error")).toBe(true);
     expect(fetchedUrls.map((u) => new URL(u).host)).toEqual(["api.anthropic.com"]);
-    fetchedUrls = []; // refused before anything was sent
+    fetchedUrls.length = 0; // refused before anything was sent
   });
 });

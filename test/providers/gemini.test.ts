@@ -2,107 +2,28 @@
  * The Gemini provider (REST over fetch, no SDK) against a loopback server that speaks
  * streamGenerateContent with `alt=sse`.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ServerResponse } from "node:http";
+import { describe, expect, it } from "vitest";
 import type { ModelEvent, ModelRequest, ProviderOptions } from "../../src/agent/model.js";
 import { createGeminiModel } from "../../src/agent/providers/gemini.js";
 import { hasCode } from "../../src/errors.js";
 import type { Message } from "../../src/store/ports.js";
+import { abortAtFirstEvent, collect, conversation, failure, loopbackUpstream, request as baseRequest, sse, sseLate, sseOpen, timeTool, weatherTool } from "./support.js";
 
 const API_KEY = "AIza-loopback-test-key";
 
-interface Recorded {
-  method: string;
-  path: string;
-  headers: IncomingMessage["headers"];
-  body: any;
-}
-
-type Handler = (req: Recorded, res: ServerResponse, attempt: number) => void | Promise<void>;
-
-let server: Server;
-let baseURL: string;
-let handler: Handler = (_req, res) => void res.writeHead(500).end();
-let requests: Recorded[] = [];
-let fetchedUrls: string[] = [];
-
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8");
-      const recorded: Recorded = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: text ? JSON.parse(text) : null };
-      requests.push(recorded);
-      void handler(recorded, res, requests.length);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
-
-afterEach(() => {
-  // Nothing but the loopback server was ever asked, and never with the key in the URL.
-  for (const url of fetchedUrls) {
-    expect(new URL(url).hostname).toBe("127.0.0.1");
-    expect(url).not.toContain(API_KEY);
-  }
-  requests = [];
-  fetchedUrls = [];
-});
-
-/** The transport handed to the provider: records every URL, refuses anything off loopback. */
-const loopbackFetch: typeof fetch = async (input, init) => {
-  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  fetchedUrls.push(url);
-  if (new URL(url).hostname !== "127.0.0.1") throw new TypeError(`refused non-loopback request to ${new URL(url).host}`);
-  return fetch(input, init);
-};
+// Nothing but the loopback server is ever asked, and never with the key in the URL.
+const upstream = loopbackUpstream({ checkUrl: (url) => expect(url).not.toContain(API_KEY) });
+const { requests, fetchedUrls } = upstream;
 
 function model(overrides: Partial<ProviderOptions> = {}) {
-  return createGeminiModel({ model: "gemini-2.5-flash", apiKey: API_KEY, baseURL, maxRetries: 0, fetch: loopbackFetch, ...overrides });
+  return createGeminiModel({ model: "gemini-2.5-flash", apiKey: API_KEY, baseURL: upstream.baseURL, maxRetries: 0, fetch: upstream.fetch, ...overrides });
 }
 
 const weatherParams = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { city: { type: "string" } }, additionalProperties: false };
 
 function request(messages: Message[], extra: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    system: "You are a test agent.",
-    messages,
-    tools: [
-      { name: "get_weather", description: "Weather for a city", parameters: weatherParams },
-      { name: "get_time", description: "Time in a zone", parameters: { type: "object", properties: { zone: { type: "string" } } } },
-    ],
-    signal: new AbortController().signal,
-    ...extra,
-  };
-}
-
-async function collect(stream: AsyncIterable<ModelEvent>): Promise<ModelEvent[]> {
-  const out: ModelEvent[] = [];
-  for await (const e of stream) out.push(e);
-  return out;
-}
-
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error("expected a failure");
-}
-
-function sse(res: ServerResponse, frames: string[]): void {
-  res.writeHead(200, { "content-type": "text/event-stream" });
-  for (const f of frames) res.write(f);
-  res.end();
+  return baseRequest(messages, { tools: [{ ...weatherTool, parameters: weatherParams }, timeTool], ...extra });
 }
 
 function failWith(res: ServerResponse, status: number): void {
@@ -128,24 +49,11 @@ const textFrames = (deltas: string[]) => [
 
 // --- shared conversation ----------------------------------------------------------------------
 
-const user: Message = { id: "m1", role: "user", content: "Weather in Oslo and the time?" };
-const results: Message[] = [
-  { id: "m3", role: "tool", content: "sunny", tool_call_id: "call_x", name: "get_weather", is_error: false },
-  { id: "m4", role: "tool", content: "boom", tool_call_id: "call_y", name: "get_time", is_error: true },
-];
-const assistantCalls: Message = {
-  id: "m2",
-  role: "assistant",
-  content: "Checking.",
-  tool_calls: [
-    { id: "call_x", name: "get_weather", args: { city: "Oslo" } },
-    { id: "call_y", name: "get_time", args: { zone: "UTC" } },
-  ],
-};
+const { user, assistantCalls, results } = conversation(["call_x", "call_y"], "Checking.");
 
 describe("gemini provider", () => {
   it("streams text in several chunks, then the last usage, with the key in x-goog-api-key", async () => {
-    handler = (_r, res) => sse(res, textFrames(["Hel", "lo, ", "world"]));
+    upstream.handler = (_r, res) => sse(res, textFrames(["Hel", "lo, ", "world"]));
     const m = model();
     expect(m.provider).toBe("gemini");
     expect(m.name).toBe("gemini-2.5-flash");
@@ -181,7 +89,7 @@ describe("gemini provider", () => {
   });
 
   it("reads events split across writes, multi-line data, and skips thought parts", async () => {
-    handler = async (_r, res) => {
+    upstream.handler = async (_r, res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
       const whole = chunk([{ text: "thinking...", thought: true }, { text: "A" }]) + chunk([{ text: "B" }], { prompt: 3, out: 2 });
       for (let i = 0; i < whole.length; i += 7) {
@@ -201,7 +109,7 @@ describe("gemini provider", () => {
   });
 
   it("turns parallel functionCall parts into tool calls with unique ids", async () => {
-    handler = (_r, res) =>
+    upstream.handler = (_r, res) =>
       sse(res, [
         chunk([{ text: "Checking." }]),
         chunk(
@@ -233,7 +141,7 @@ describe("gemini provider", () => {
   });
 
   it("sends history: model turns with functionCall parts, grouped functionResponse parts", async () => {
-    handler = (_r, res) => sse(res, textFrames(["Sunny; the clock failed."]));
+    upstream.handler = (_r, res) => sse(res, textFrames(["Sunny; the clock failed."]));
     const history: Message[] = [
       user,
       assistantCalls,
@@ -267,7 +175,7 @@ describe("gemini provider", () => {
   });
 
   it("Gemini 3: replays the thought signature it received, else Google's skip value on the first call", async () => {
-    handler = (_r, res, attempt) =>
+    upstream.handler = (_r, res, attempt) =>
       sse(
         res,
         attempt === 1
@@ -306,14 +214,14 @@ describe("gemini provider", () => {
   });
 
   it("omits tools and the system instruction when there are none", async () => {
-    handler = (_r, res) => sse(res, textFrames(["ok"]));
+    upstream.handler = (_r, res) => sse(res, textFrames(["ok"]));
     await collect(model().stream(request([user], { tools: [], system: "" })));
     expect(requests[0]!.body).not.toHaveProperty("tools");
     expect(requests[0]!.body).not.toHaveProperty("systemInstruction");
   });
 
   it("retries a 429 and a 500, then succeeds on the third attempt", async () => {
-    handler = (_r, res, attempt) => (attempt === 1 ? failWith(res, 429) : attempt === 2 ? failWith(res, 500) : sse(res, textFrames(["fine"])));
+    upstream.handler = (_r, res, attempt) => (attempt === 1 ? failWith(res, 429) : attempt === 2 ? failWith(res, 500) : sse(res, textFrames(["fine"])));
     const events = await collect(model({ maxRetries: 2 }).stream(request([user])));
     expect(requests).toHaveLength(3);
     expect(events[0]).toEqual({ type: "text", text: "fine" });
@@ -321,7 +229,7 @@ describe("gemini provider", () => {
   });
 
   it("gives up with ModelError after maxRetries + 1 attempts, without the body in the message", async () => {
-    handler = (_r, res, attempt) => failWith(res, attempt === 1 ? 429 : 503);
+    upstream.handler = (_r, res, attempt) => failWith(res, attempt === 1 ? 429 : 503);
     const error = await failure(collect(model({ maxRetries: 2 }).stream(request([user]))));
     expect(requests).toHaveLength(3);
     expect(hasCode(error, "model_error")).toBe(true);
@@ -330,7 +238,7 @@ describe("gemini provider", () => {
   });
 
   it("does not retry a 400", async () => {
-    handler = (_r, res) => failWith(res, 400);
+    upstream.handler = (_r, res) => failWith(res, 400);
     const error = await failure(collect(model({ maxRetries: 2 }).stream(request([user]))));
     expect(requests).toHaveLength(1);
     expect(error.message).toBe("gemini request failed: status 400");
@@ -344,10 +252,7 @@ describe("gemini provider", () => {
   });
 
   it("turns a request past the timeout into ModelError", async () => {
-    handler = (_r, res) => {
-      const timer = setTimeout(() => (res.destroyed ? undefined : sse(res, textFrames(["late"]))), 1500);
-      res.on("close", () => clearTimeout(timer));
-    };
+    upstream.handler = (_r, res) => sseLate(res, 1500, () => textFrames(["late"]));
     const started = Date.now();
     const error = await failure(collect(model({ timeoutMs: 200 }).stream(request([user]))));
     expect(Date.now() - started).toBeLessThan(1400);
@@ -356,11 +261,8 @@ describe("gemini provider", () => {
   });
 
   it("times out a stream that stalls between chunks", async () => {
-    handler = (_r, res) => {
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.write(chunk([{ text: "first" }]));
-      // The rest never comes.
-    };
+    // The rest never comes.
+    upstream.handler = (_r, res) => sseOpen(res, [chunk([{ text: "first" }])]);
     const events: ModelEvent[] = [];
     const error = await failure(
       (async () => {
@@ -374,11 +276,11 @@ describe("gemini provider", () => {
   });
 
   it("turns an error chunk and a malformed chunk into ModelError", async () => {
-    handler = (_r, res) => sse(res, [chunk([{ text: "a" }]), `data: ${JSON.stringify({ error: { code: 500, message: "secret-body-text" } })}\n\n`]);
+    upstream.handler = (_r, res) => sse(res, [chunk([{ text: "a" }]), `data: ${JSON.stringify({ error: { code: 500, message: "secret-body-text" } })}\n\n`]);
     const error = await failure(collect(model().stream(request([user]))));
     expect(error.message).toBe("gemini request failed: error in stream");
 
-    handler = (_r, res) => sse(res, ["data: {not json\n\n"]);
+    upstream.handler = (_r, res) => sse(res, ["data: {not json\n\n"]);
     const malformed = await failure(collect(model().stream(request([user]))));
     expect(hasCode(malformed, "model_error")).toBe(true);
     expect(malformed.message).toBe("gemini request failed: malformed response");
@@ -386,20 +288,9 @@ describe("gemini provider", () => {
 
   it("rethrows the signal's reason when the run is aborted mid-stream", async () => {
     const controller = new AbortController();
-    handler = (_r, res) => {
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.write(chunk([{ text: "first" }]));
-    };
+    upstream.handler = (_r, res) => sseOpen(res, [chunk([{ text: "first" }])]);
     const reason = new Error("run cancelled");
-    const events: ModelEvent[] = [];
-    const error = await failure(
-      (async () => {
-        for await (const e of model().stream(request([user], { signal: controller.signal }))) {
-          events.push(e);
-          controller.abort(reason);
-        }
-      })(),
-    );
+    const { events, error } = await abortAtFirstEvent(model().stream(request([user], { signal: controller.signal })), controller, reason);
     expect(events).toEqual([{ type: "text", text: "first" }]);
     expect(error).toBe(reason);
   });
@@ -407,7 +298,7 @@ describe("gemini provider", () => {
   it("rethrows the signal's reason during a retry backoff", async () => {
     const controller = new AbortController();
     const reason = new Error("run cancelled");
-    handler = (_r, res) => {
+    upstream.handler = (_r, res) => {
       res.writeHead(503, { "retry-after": "2" });
       res.end();
       setTimeout(() => controller.abort(reason), 50);
@@ -423,6 +314,6 @@ describe("gemini provider", () => {
     const error = await failure(collect(model({ baseURL: undefined }).stream(request([user]))));
     expect(hasCode(error, "model_error")).toBe(true);
     expect(fetchedUrls).toEqual(["https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"]);
-    fetchedUrls = []; // refused before anything was sent
+    fetchedUrls.length = 0; // refused before anything was sent
   });
 });

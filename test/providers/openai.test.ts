@@ -2,111 +2,31 @@
  * The OpenAI provider through the real `openai` SDK against a loopback server that speaks the
  * streaming protocols (chat completions SSE with `[DONE]`; typed responses-API events).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { ModelEvent, ModelRequest } from "../../src/agent/model.js";
+import type { ServerResponse } from "node:http";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createOpenAIModel, type OpenAIModelOptions } from "../../src/agent/providers/openai.js";
 import { hasCode } from "../../src/errors.js";
-import type { Message } from "../../src/store/ports.js";
+import { abortAtFirstEvent, collect, conversation, failure, loopbackUpstream, request, sse, sseLate, sseOpen } from "./support.js";
 
 const API_KEY = "sk-loopback-test-key";
 
-interface Recorded {
-  method: string;
-  path: string;
-  headers: IncomingMessage["headers"];
-  body: any;
-}
-
-type Handler = (req: Recorded, res: ServerResponse, attempt: number) => void | Promise<void>;
-
-let server: Server;
-let baseURL: string;
-let handler: Handler = (_req, res) => void res.writeHead(500).end();
-let requests: Recorded[] = [];
-let fetchedUrls: string[] = [];
-
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8");
-      const recorded: Recorded = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: text ? JSON.parse(text) : null };
-      requests.push(recorded);
-      void handler(recorded, res, requests.length);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-});
-
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+const upstream = loopbackUpstream({ basePath: "/v1" });
+const { requests, fetchedUrls } = upstream;
 
 afterEach(() => {
-  // Nothing but the loopback server was ever asked.
-  for (const url of fetchedUrls) expect(new URL(url).hostname).toBe("127.0.0.1");
-  requests = [];
-  fetchedUrls = [];
   vi.unstubAllEnvs();
 });
-
-/** The transport handed to the SDK: records every URL, refuses anything off loopback. */
-const loopbackFetch: typeof fetch = async (input, init) => {
-  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  fetchedUrls.push(url);
-  if (new URL(url).hostname !== "127.0.0.1") throw new TypeError(`refused non-loopback request to ${new URL(url).host}`);
-  return fetch(input, init);
-};
 
 function model(overrides: Partial<OpenAIModelOptions> = {}) {
   return createOpenAIModel({
     provider: "openai",
     model: "gpt-test",
     apiKey: API_KEY,
-    baseURL,
+    baseURL: upstream.baseURL,
     maxRetries: 0,
-    fetch: loopbackFetch,
+    fetch: upstream.fetch,
     ...overrides,
   });
-}
-
-function request(messages: Message[], extra: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    system: "You are a test agent.",
-    messages,
-    tools: [
-      { name: "get_weather", description: "Weather for a city", parameters: { type: "object", properties: { city: { type: "string" } } } },
-      { name: "get_time", description: "Time in a zone", parameters: { type: "object", properties: { zone: { type: "string" } } } },
-    ],
-    signal: new AbortController().signal,
-    ...extra,
-  };
-}
-
-async function collect(stream: AsyncIterable<ModelEvent>): Promise<ModelEvent[]> {
-  const out: ModelEvent[] = [];
-  for await (const e of stream) out.push(e);
-  return out;
-}
-
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error("expected a failure");
-}
-
-function sse(res: ServerResponse, frames: string[]): void {
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-  for (const f of frames) res.write(f);
-  res.end();
 }
 
 /** Errors the SDK retries at once: both retry headers say zero. */
@@ -178,20 +98,7 @@ const responsesToolCalls = () => [
 
 // --- shared conversation ----------------------------------------------------------------------
 
-const user: Message = { id: "m1", role: "user", content: "Weather in Oslo and the time?" };
-const assistantCalls: Message = {
-  id: "m2",
-  role: "assistant",
-  content: "",
-  tool_calls: [
-    { id: "call_a", name: "get_weather", args: { city: "Oslo" } },
-    { id: "call_b", name: "get_time", args: { zone: "UTC" } },
-  ],
-};
-const results: Message[] = [
-  { id: "m3", role: "tool", content: "sunny", tool_call_id: "call_a", name: "get_weather", is_error: false },
-  { id: "m4", role: "tool", content: "boom", tool_call_id: "call_b", name: "get_time", is_error: true },
-];
+const { user, assistantCalls, results } = conversation(["call_a", "call_b"], "");
 
 const modes = [
   { mode: "chat completions", path: "/v1/chat/completions", useResponsesApi: false, text: chatText, toolCalls: chatToolCalls },
@@ -202,7 +109,7 @@ describe.each(modes)("openai provider, $mode", ({ path, useResponsesApi, text, t
   const make = (o: Partial<OpenAIModelOptions> = {}) => model({ useResponsesApi, ...o });
 
   it("streams text in several deltas, then usage, with the key as Bearer", async () => {
-    handler = (_r, res) => sse(res, text(["Hel", "lo, ", "world"]));
+    upstream.handler = (_r, res) => sse(res, text(["Hel", "lo, ", "world"]));
     const events = await collect(make().stream(request([user])));
     expect(events).toEqual([
       { type: "text", text: "Hel" },
@@ -219,7 +126,7 @@ describe.each(modes)("openai provider, $mode", ({ path, useResponsesApi, text, t
   });
 
   it("gathers parallel tool calls whose arguments arrive in pieces", async () => {
-    handler = (_r, res) => sse(res, toolCalls());
+    upstream.handler = (_r, res) => sse(res, toolCalls());
     const events = await collect(make().stream(request([user])));
     expect(events.filter((e) => e.type === "tool_call")).toEqual([
       { type: "tool_call", id: "call_a", name: "get_weather", arguments: '{"city":"Oslo"}' },
@@ -230,13 +137,13 @@ describe.each(modes)("openai provider, $mode", ({ path, useResponsesApi, text, t
   });
 
   it("omits tools when there are none", async () => {
-    handler = (_r, res) => sse(res, text(["ok"]));
+    upstream.handler = (_r, res) => sse(res, text(["ok"]));
     await collect(make().stream(request([user], { tools: [] })));
     expect(requests[0]!.body).not.toHaveProperty("tools");
   });
 
   it("sends reasoning effort and the response schema", async () => {
-    handler = (_r, res) => sse(res, text(['{"a":1}']));
+    upstream.handler = (_r, res) => sse(res, text(['{"a":1}']));
     const schema = { type: "object", properties: { a: { type: "number" } }, required: ["a"] };
     const m = make({ reasoningEffort: "high" });
     expect(m.structuredOutput).toBe(true);
@@ -252,21 +159,21 @@ describe.each(modes)("openai provider, $mode", ({ path, useResponsesApi, text, t
   });
 
   it("leaves reasoning effort and the response format out when not asked", async () => {
-    handler = (_r, res) => sse(res, text(["ok"]));
+    upstream.handler = (_r, res) => sse(res, text(["ok"]));
     await collect(make().stream(request([user])));
     const body = requests[0]!.body;
     for (const key of ["reasoning_effort", "response_format", "reasoning", "text"]) expect(body).not.toHaveProperty(key);
   });
 
   it("retries a 429 and a 500, then succeeds on the third attempt", async () => {
-    handler = (_r, res, attempt) => (attempt === 1 ? failWith(res, 429) : attempt === 2 ? failWith(res, 500) : sse(res, text(["fine"])));
+    upstream.handler = (_r, res, attempt) => (attempt === 1 ? failWith(res, 429) : attempt === 2 ? failWith(res, 500) : sse(res, text(["fine"])));
     const events = await collect(make({ maxRetries: 2 }).stream(request([user])));
     expect(requests).toHaveLength(3);
     expect(events[0]).toEqual({ type: "text", text: "fine" });
   });
 
   it("gives up with ModelError after 3 failed attempts, without the body in the message", async () => {
-    handler = (_r, res, attempt) => failWith(res, attempt === 1 ? 429 : 500);
+    upstream.handler = (_r, res, attempt) => failWith(res, attempt === 1 ? 429 : 500);
     const error = await failure(collect(make({ maxRetries: 2 }).stream(request([user]))));
     expect(requests).toHaveLength(3);
     expect(hasCode(error, "model_error")).toBe(true);
@@ -275,10 +182,7 @@ describe.each(modes)("openai provider, $mode", ({ path, useResponsesApi, text, t
   });
 
   it("turns a request past the timeout into ModelError", async () => {
-    handler = (_r, res) => {
-      const timer = setTimeout(() => (res.destroyed ? undefined : sse(res, text(["late"]))), 1500);
-      res.on("close", () => clearTimeout(timer));
-    };
+    upstream.handler = (_r, res) => sseLate(res, 1500, () => text(["late"]));
     const started = Date.now();
     const error = await failure(collect(make({ timeoutMs: 200 }).stream(request([user]))));
     expect(Date.now() - started).toBeLessThan(1400);
@@ -288,21 +192,10 @@ describe.each(modes)("openai provider, $mode", ({ path, useResponsesApi, text, t
 
   it("rethrows the signal's reason when the run is aborted mid-stream", async () => {
     const controller = new AbortController();
-    handler = (_r, res) => {
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.write(text(["first"])[useResponsesApi ? 2 : 1]!);
-      // The rest never comes; the client aborts.
-    };
+    // The rest never comes; the client aborts.
+    upstream.handler = (_r, res) => sseOpen(res, [text(["first"])[useResponsesApi ? 2 : 1]!]);
     const reason = new Error("run cancelled");
-    const events: ModelEvent[] = [];
-    const error = await failure(
-      (async () => {
-        for await (const e of make().stream(request([user], { signal: controller.signal }))) {
-          events.push(e);
-          controller.abort(reason);
-        }
-      })(),
-    );
+    const { events, error } = await abortAtFirstEvent(make().stream(request([user], { signal: controller.signal })), controller, reason);
     expect(events).toEqual([{ type: "text", text: "first" }]);
     expect(error).toBe(reason);
   });
@@ -318,7 +211,7 @@ describe.each(modes)("openai provider, $mode", ({ path, useResponsesApi, text, t
 
 describe("openai provider, the conversation sent back", () => {
   it("chat completions: system first, assistant tool calls, tool results by tool_call_id", async () => {
-    handler = (_r, res, attempt) => sse(res, attempt === 1 ? chatToolCalls() : chatText(["Sunny; the clock failed."]));
+    upstream.handler = (_r, res, attempt) => sse(res, attempt === 1 ? chatToolCalls() : chatText(["Sunny; the clock failed."]));
     const m = model();
     const first = await collect(m.stream(request([user])));
     expect(first.filter((e) => e.type === "tool_call")).toHaveLength(2);
@@ -349,7 +242,7 @@ describe("openai provider, the conversation sent back", () => {
   });
 
   it("responses API: instructions, function_call and function_call_output items", async () => {
-    handler = (_r, res, attempt) => sse(res, attempt === 1 ? responsesToolCalls() : responsesText(["Sunny."]));
+    upstream.handler = (_r, res, attempt) => sse(res, attempt === 1 ? responsesToolCalls() : responsesText(["Sunny."]));
     const m = model({ useResponsesApi: true });
     await collect(m.stream(request([user])));
     await collect(m.stream(request([user, { ...assistantCalls, content: "Let me look." }, ...results])));
@@ -385,7 +278,7 @@ describe("openai provider, the environment", () => {
     stubEnv();
     const logged = vi.spyOn(console, "log");
     const debug = vi.spyOn(console, "debug");
-    handler = (_r, res) => sse(res, chatText(["ok"]));
+    upstream.handler = (_r, res) => sse(res, chatText(["ok"]));
     await collect(model().stream(request([user])));
     const headers = requests[0]!.headers;
     expect(headers.authorization).toBe(`Bearer ${API_KEY}`);

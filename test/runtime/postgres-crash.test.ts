@@ -8,66 +8,34 @@
  * made here is dropped in afterAll.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { connect as netConnect, createServer, type Server, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Deps } from "../../src/deps.js";
 import { defineTool } from "../../src/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { parseSettings } from "../../src/settings/parse.js";
-import { openPostgres, type PostgresAdapters } from "../../src/store/postgres/index.js";
+import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { sweepRetention } from "../../src/store/retention.js";
 import { chat, get, KEY, makeApp, post, readUntil, waitFor, type TestApp } from "../helpers.js";
+import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
+import { empty, recordingUpstream } from "../support/upstream.js";
 
-const DSN = process.env.TEST_SQLDB_DSN ?? "postgres://postgres@127.0.0.1:5432/test";
 const DB = new URL(DSN);
 const DB_HOST = DB.hostname || "127.0.0.1";
 const DB_PORT = Number(DB.port || 5432);
 const FIXTURE = fileURLToPath(new URL("./fixtures/pg-replica.mjs", import.meta.url));
 
-const schemas: string[] = [];
-const apps: TestApp[] = [];
-const handles: PostgresAdapters[] = [];
-const admins: postgres.Sql[] = [];
+/** Schemas, apps, handles and clients made here; closed and dropped in afterAll. */
+const pg = scratchDatabase();
+const { fresh, handle, admin } = pg;
+const track = (app: Promise<TestApp>) => pg.track(app);
 const children = new Set<ChildProcess>();
-const closers: (() => Promise<void>)[] = [];
-
-function fresh(): string {
-  const s = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
-  schemas.push(s);
-  return s;
-}
-
-async function handle(schema: string): Promise<PostgresAdapters> {
-  const h = await openPostgres({ dsn: DSN, min: 1, max: 4, schema, logger: silentLogger, onHealth: () => {} });
-  handles.push(h);
-  return h;
-}
-
-function admin(schema: string): postgres.Sql {
-  const sql = postgres(DSN, { max: 2, onnotice: () => {}, connection: { search_path: schema } });
-  admins.push(sql);
-  return sql;
-}
-
-async function track(app: Promise<TestApp>): Promise<TestApp> {
-  const a = await app;
-  apps.push(a);
-  return a;
-}
 
 afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  // in parallel: after a database outage a pool takes its whole 5 s end timeout to close
-  await Promise.all(apps.map((a) => a.close().catch(() => {})));
-  for (const h of handles) await h.store.close().catch(() => {});
-  for (const s of admins) await s.end({ timeout: 5 }).catch(() => {});
-  for (const close of closers) await close().catch(() => {});
-  const sql = postgres(DSN, { max: 1, onnotice: () => {} });
-  for (const s of schemas) await sql.unsafe(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-  await sql.end();
+  await pg.cleanup();
 });
 
 /** A free loopback port: listen on port 0, read it, close. */
@@ -301,7 +269,7 @@ function dbProxy(port: number) {
       });
     },
   };
-  closers.push(() => proxy.stop());
+  pg.onCleanup(() => proxy.stop());
   return proxy;
 }
 
@@ -417,18 +385,7 @@ describe("a database that stops answering on open connections", () => {
 // retention
 
 describe("retention (RETENTION_DAYS=1)", () => {
-  let upstream: HttpServer;
-  let upstreamBase: string;
-
-  beforeAll(async () => {
-    upstream = createHttpServer((req, res) => {
-      req.resume();
-      req.on("end", () => res.end("{}"));
-    });
-    await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
-    upstreamBase = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-    closers.push(() => new Promise<void>((r) => upstream.close(() => r())));
-  });
+  const upstream = recordingUpstream(empty);
 
   const POLICY = `
 apis:
@@ -456,7 +413,7 @@ apis:
     const clock = { t: T0, now: () => clock.t };
     const a = await track(
       makeApp(
-        { CHECKPOINTER: "sql", SQLDB_DSN: DSN, RETENTION_DAYS: "1", ORDERS_URL: upstreamBase, LOG_LEVEL: "WARNING" },
+        { CHECKPOINTER: "sql", SQLDB_DSN: DSN, RETENTION_DAYS: "1", ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" },
         { sqlSchema: schema, clock, policyText: POLICY, tools: [createOrder], sweepIntervalMs: 3_600_000 },
       ),
     );

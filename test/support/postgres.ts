@@ -1,0 +1,81 @@
+/**
+ * Tests against the real PostgreSQL at 127.0.0.1:5432 (user postgres, database test, trust auth),
+ * or TEST_SQLDB_DSN: throwaway schemas, and what a test file opens on them, closed and dropped
+ * by `cleanup()` (call it from the file's afterAll).
+ */
+import postgres from "postgres";
+import { silentLogger } from "../../src/observability/logger.js";
+import { openPostgres, type PostgresAdapters } from "../../src/store/postgres/index.js";
+
+export const TEST_DSN = process.env.TEST_SQLDB_DSN ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** A schema name of this process, unused so far (`<prefix>_<pid>_<random>`). */
+export const newSchemaName = (prefix = "t") => `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+
+/** Drops the schemas (IF EXISTS, CASCADE) over a connection of its own. */
+export async function dropSchemas(schemas: Iterable<string>, dsn = TEST_DSN): Promise<void> {
+  const sql = postgres(dsn, { max: 1, onnotice: () => {} });
+  for (const s of schemas) await sql.unsafe(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  await sql.end();
+}
+
+/** What `cleanup()` closes: an app (`close()`) is all it needs to know. */
+interface Closable {
+  close(): Promise<void>;
+}
+
+/**
+ * Schemas, apps, store handles and plain clients a test file opens; `cleanup()` closes them (apps
+ * in parallel: after a database outage a pool takes its whole 5 s end timeout to close), then
+ * runs the extra closers, then drops every schema made with `fresh()`.
+ */
+export function scratchDatabase(dsn = TEST_DSN) {
+  const schemas: string[] = [];
+  const apps: Closable[] = [];
+  const handles: PostgresAdapters[] = [];
+  const admins: postgres.Sql[] = [];
+  const closers: (() => Promise<void>)[] = [];
+
+  return {
+    /** A new schema name, dropped at cleanup. */
+    fresh(): string {
+      const s = newSchemaName();
+      schemas.push(s);
+      return s;
+    },
+
+    /** An app, closed at cleanup. */
+    async track<A extends Closable>(app: A | Promise<A>): Promise<A> {
+      const a = await app;
+      apps.push(a);
+      return a;
+    },
+
+    /** A handle on the schema, for the store and lease directly. */
+    async handle(schema: string): Promise<PostgresAdapters> {
+      const h = await openPostgres({ dsn, min: 1, max: 4, schema, logger: silentLogger, onHealth: () => {} });
+      handles.push(h);
+      return h;
+    },
+
+    /** A plain client whose search_path is the schema, for checks the ports do not offer. */
+    admin(schema: string): postgres.Sql {
+      const sql = postgres(dsn, { max: 2, onnotice: () => {}, connection: { search_path: schema } });
+      admins.push(sql);
+      return sql;
+    },
+
+    /** Something else to close at cleanup, after the apps, handles and clients. */
+    onCleanup(close: () => Promise<void>): void {
+      closers.push(close);
+    },
+
+    async cleanup(): Promise<void> {
+      await Promise.all(apps.map((a) => a.close().catch(() => {})));
+      for (const h of handles) await h.store.close().catch(() => {});
+      for (const s of admins) await s.end({ timeout: 5 }).catch(() => {});
+      for (const close of closers) await close().catch(() => {});
+      await dropSchemas(schemas, dsn);
+    },
+  };
+}
