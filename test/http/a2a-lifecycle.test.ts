@@ -1,0 +1,61 @@
+import postgres from "postgres";
+import { afterEach, describe, expect, it } from "vitest";
+import { openPostgres } from "../../src/store/postgres/index.js";
+import { silentLogger } from "../../src/observability/logger.js";
+import { KEY, makeApp, type TestApp, waitFor } from "../helpers.js";
+import { TEST_DSN } from "../support/postgres.js";
+
+let app: TestApp;
+afterEach(async () => app?.close());
+
+const rpc = (a: TestApp, method: string, params: Record<string, unknown>) =>
+  a
+    .fetch(
+      new Request("http://test/a2a/app", {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "A2A-Version": "1.0" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      }),
+    )
+    .then((r) => r.json() as Promise<{ result?: { task?: { id: string } } & Record<string, unknown>; error?: { code: number } }>);
+
+describe("A2A task retention and lost processes", () => {
+  it("drops a task A2A_TASK_TTL_S after its last update", async () => {
+    const clock = { t: Date.parse("2026-11-22T12:00:00Z"), now: () => clock.t };
+    app = await makeApp({ A2A_TASK_TTL_S: "1" }, { clock });
+    const sent = await rpc(app, "SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hi" }] } });
+    const id = sent.result!.task!.id;
+    expect((await rpc(app, "GetTask", { id })).result).toBeDefined();
+    clock.t += 5_000;
+    await waitFor(async () => (await rpc(app, "GetTask", { id })).error?.code === -32001, 4_000);
+  });
+
+  it("fails a working task whose process died (its run marked ProcessLost)", async () => {
+    const schema = `lifecycle_${process.pid}_${Date.now().toString(36)}`;
+    const pg = await openPostgres({ dsn: TEST_DSN, min: 1, max: 2, schema, logger: silentLogger, onHealth: () => {} });
+    try {
+      const old = "2026-01-01T00:00:00.000+00:00";
+      await pg.store.createThread({ thread_id: "t", owner: "o", actor: null, created_at: old, updated_at: old });
+      await pg.store.createRun({
+        run_id: "r", thread_id: "t", status: "running", error_type: null, error_id: null, principal_hash: "o", actor: null,
+        metadata: {}, usage: { input_tokens: 0, output_tokens: 0 }, created_at: old, updated_at: old, ended_at: null,
+        latency_ms: null, resumed_from: null, resumed_by: null,
+      });
+      await pg.store.createTask({
+        task_id: "k", context_id: "t", owner: "o", actor: null, state: "working", status_parts: [], artifacts: [],
+        approval_ids: [], run_id: "r", instance_id: "dead", created_at: old, updated_at: old,
+      });
+      expect(await pg.store.markLostRuns!(1_000)).toBe(1);
+      expect(await pg.store.getRun("r")).toMatchObject({ status: "interrupted", error_type: "ProcessLost" });
+      const task = (await pg.store.getTask("k"))!;
+      expect(task.state).toBe("failed");
+      expect(JSON.stringify(task.status_parts)).toContain("run_failed");
+    } finally {
+      await pg.store.close();
+      const sql = postgres(TEST_DSN, { max: 1, onnotice: () => {} });
+      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await sql.end();
+    }
+  });
+});
+
