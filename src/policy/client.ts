@@ -63,8 +63,13 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
   return {
     forRun(scope) {
       const calls = new Map<string, number>();
+      // One listener per run, not per call: stopping the run fails every call still in flight.
+      const inflight = new Set<(reason: unknown) => void>();
+      scope.signal.addEventListener("abort", () => {
+        for (const reject of inflight) reject(scope.signal.reason);
+      }, { once: true });
       return (toolCall) => ({
-        request: (apiName, request) => send(options, scope, toolCall, calls, buckets, apiName, request),
+        request: (apiName, request) => send(options, scope, toolCall, calls, inflight, buckets, apiName, request),
       });
     },
   };
@@ -75,6 +80,7 @@ async function send(
   scope: RunScope,
   toolCall: ToolCallScope,
   calls: Map<string, number>,
+  inflight: Set<(reason: unknown) => void>,
   buckets: Map<string, TokenBucket>,
   apiName: string,
   request: ApiRequest,
@@ -145,7 +151,7 @@ async function send(
   if (held.body !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json";
   if (api.limits.maxResponseBytes !== undefined) headers["accept-encoding"] = "gzip, deflate";
   const url = `${options.baseUrls.get(api.name)}${path}${queryString(held.query)}`;
-  const response = await transmit(options, scope, api, call, url, method, headers, request.path, held.body);
+  const response = await transmit(options, scope, api, call, url, method, headers, inflight, request.path, held.body);
   if (approvalId !== undefined) await options.gate?.answered(approvalId, response);
   return response;
 }
@@ -194,6 +200,7 @@ async function transmit(
   url: string,
   method: string,
   headers: Record<string, string>,
+  inflight: Set<(reason: unknown) => void>,
   template: string,
   body: ApiRequest["body"],
 ): Promise<ApiResponse> {
@@ -220,9 +227,20 @@ async function transmit(
       throw new ApiCallError(`API ${api.name} answered with a redirect, which is never followed`, { status });
     }
     const bytes = await readAnswer(response, api.limits.maxResponseBytes, () => stopped);
-    const answerHeaders: Record<string, string> = Object.fromEntries(response.headers);
-    delete answerHeaders["set-cookie"];
-    return { status, headers: answerHeaders, body: parseAnswer(bytes, response.headers.get("content-type")) };
+    const parsed = parseAnswer(bytes, response.headers.get("content-type"));
+    // Headers are copied only if the tool reads them (most do not); Set-Cookie never reaches it.
+    let copied: Record<string, string> | undefined;
+    return {
+      status,
+      body: parsed,
+      get headers() {
+        if (!copied) {
+          copied = Object.fromEntries(response.headers);
+          delete copied["set-cookie"];
+        }
+        return copied;
+      },
+    };
   };
 
   // One deadline for the whole answer, headers and body (CONTRACT 5): a slow-drip upstream
@@ -232,15 +250,17 @@ async function transmit(
   // wins, the answer's body is cancelled and the call fails at once; a connection still waiting
   // for headers is left to the runtime's own timeouts.
   let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort: (() => void) | undefined;
-  const stop = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ApiCallError(`API ${api.name} did not answer within its timeout`)), api.timeouts.read);
-    onAbort = () => reject(scope.signal.reason);
-    scope.signal.addEventListener("abort", onAbort, { once: true });
-  });
+  let fail: ((reason: unknown) => void) | undefined;
+  scope.signal.throwIfAborted();
   const pending = exchange();
   try {
-    return await Promise.race([pending, stop]);
+    // One promise settles first: the answer, the deadline, or the run's stop (see RunScope.inflight).
+    return await new Promise<ApiResponse>((resolve, reject) => {
+      fail = reject;
+      timer = setTimeout(() => reject(new ApiCallError(`API ${api.name} did not answer within its timeout`)), api.timeouts.read);
+      inflight.add(reject);
+      pending.then(resolve, reject);
+    });
   } catch (error) {
     if (scope.signal.aborted) throw scope.signal.reason;
     if ((error as { code?: string }).code === "api_call") throw error;
@@ -248,9 +268,8 @@ async function transmit(
   } finally {
     stopped = true;
     clearTimeout(timer);
-    scope.signal.removeEventListener("abort", onAbort!);
+    if (fail) inflight.delete(fail);
     pending.catch(() => {});
-    stop.catch(() => {});
     // An answer that arrived after the deadline is dropped, not read on in the background.
     if (answer && !answer.bodyUsed && answer.body && !answer.body.locked) void answer.body.cancel().catch(() => {});
     scope.logger.info("api call", { api: api.name, method, operation, status, duration_ms: Math.round(performance.now() - started) });

@@ -126,6 +126,7 @@ const ENCODINGS = new Set(["", "identity", "gzip", "x-gzip", "deflate"]);
  * are the decoded ones.
  */
 export async function readAnswer(response: Response, maxBytes: number | undefined, stopped: () => boolean = () => false): Promise<Uint8Array> {
+  // Uncapped answers are read the same way, so a caller that gave up stops the read at once.
   if (maxBytes === undefined) return readCapped(response.body, Infinity, tooLarge(0), stopped);
   const encoding = (response.headers.get("content-encoding") ?? "").trim().toLowerCase();
   if (!ENCODINGS.has(encoding)) {
