@@ -5,11 +5,8 @@
  */
 import { ConfigurationError } from "../../errors.js";
 import type { Settings } from "../../settings/parse.js";
-import type { Model, ProviderOptions } from "../model.js";
-import { createAnthropicModel } from "./anthropic.js";
+import type { Model, ModelEvent, ModelRequest, ProviderOptions } from "../model.js";
 import { createFakeModel } from "./fake.js";
-import { createGeminiModel } from "./gemini.js";
-import { createOpenAIModel } from "./openai.js";
 
 export type ProviderName = Settings["MODEL_PROVIDER"];
 
@@ -21,12 +18,30 @@ export const KEY_VARIABLE = {
   "openai-compatible": "MODEL_API_KEY",
 } as const;
 
-/** One provider's model from its options; shared by the agent's model and the evaluation judge. */
+/**
+ * One provider's model from its options; shared by the agent's model and the evaluation judge.
+ * The SDK behind it is loaded on the first request, so a service that never calls a provider
+ * (the fake model, tests) does not carry the SDKs in memory.
+ */
 export function buildModel(provider: ProviderName, options: ProviderOptions): Model {
   if (provider === "fake") return createFakeModel(options.model);
-  if (provider === "anthropic") return createAnthropicModel(options);
-  if (provider === "gemini") return createGeminiModel(options);
-  return createOpenAIModel({ ...options, provider });
+  let real: Promise<Model> | undefined;
+  const load = (): Promise<Model> =>
+    (real ??=
+      provider === "anthropic"
+        ? import("./anthropic.js").then((m) => m.createAnthropicModel(options))
+        : provider === "gemini"
+          ? import("./gemini.js").then((m) => m.createGeminiModel(options))
+          : import("./openai.js").then((m) => m.createOpenAIModel({ ...options, provider })));
+  return {
+    provider,
+    name: options.model,
+    // Known per provider without loading it: openai's structured output takes a schema with tools.
+    structuredOutput: provider === "openai" || provider === "openai-compatible",
+    async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+      yield* (await load()).stream(request);
+    },
+  };
 }
 
 export function modelFactory(settings: Settings, fetchFn: typeof fetch): () => Model {
