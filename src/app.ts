@@ -128,6 +128,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   const metrics = createMetrics();
   let store = options.store;
   let lease = options.lease;
+  let leaseInStore = false;
   if (!store && settings.CHECKPOINTER === "sql") {
     // Loaded lazily: the postgres package stays out of every bundle that never uses it.
     const { openPostgres } = await import("./store/postgres/index.js");
@@ -140,7 +141,10 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       onHealth: (up) => metrics.databaseUp.set(up ? 1 : 0),
     });
     store = pg.store;
-    lease ??= pg.lease;
+    if (!lease) {
+      lease = pg.lease;
+      leaseInStore = true;
+    }
   }
   store ??= createMemoryStore();
   lease ??= createMemoryLease(clock);
@@ -180,6 +184,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
     leaseTimings: options.leaseTimings ?? LEASE_TIMINGS,
     pauses,
+    leaseInStore,
     instanceId: ids.requestId(),
   };
   if (responseSchema && settings.RESPONSE_FORMAT_STRATEGY === "provider") {

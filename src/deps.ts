@@ -41,6 +41,8 @@ export interface Deps {
   readonly leaseTimings: LeaseTimings;
   /** Called when a run resumed after an approval decision has ended (A2A tasks take its outcome). */
   afterResume?: ((approval: ApprovalRecord, outcome: RunOutcome) => Promise<void> | void) | undefined;
+  /** The store holds the thread lease too (Postgres): a run can end in one write. */
+  readonly leaseInStore: boolean;
   /** Tool calls waiting for approval, per run. */
   readonly pauses: PauseBook;
   /** Distinguishes this process's lease holders from other replicas'. */

@@ -32,11 +32,31 @@ export async function beginRun(deps: Deps, input: BeginRun): Promise<RunHandle> 
   const { store, lease, clock, ids } = deps;
   const { caller, threadId } = input;
   const now = isoTime(clock.now());
-  const { row, created } = await store.createThread({ thread_id: threadId, owner: caller.hash, actor: caller.principal.actor?.id ?? null, created_at: now, updated_at: now });
-  if (!ownsThread(caller, row)) throw forbidden(THREAD_FOREIGN);
+  const fresh = { thread_id: threadId, owner: caller.hash, actor: caller.principal.actor?.id ?? null, created_at: now, updated_at: now };
+  const holder = `${deps.instanceId}:${ids.runId()}`;
+  const ttl = deps.leaseTimings.ttlMs;
+  // Where the store holds the lease, the thread and its lease are claimed in one write.
+  const together = deps.leaseInStore && store.claimThread !== undefined;
+  const claimed = together ? await store.claimThread!(fresh, holder, ttl) : { ...(await store.createThread(fresh)), lease: null };
+  let held = claimed.lease;
+  const drop = async () => {
+    if (held) await lease.release(held).catch(() => {});
+    held = null;
+  };
+  const { row, created } = claimed;
+  if (!ownsThread(caller, row)) {
+    await drop();
+    throw forbidden(THREAD_FOREIGN);
+  }
   // A thread made just now has no approvals and no messages: two reads fewer.
-  if (!created) await refuseWhilePending(deps, threadId);
-  const handle = await lease.acquire(threadId, `${deps.instanceId}:${ids.runId()}`, deps.leaseTimings.ttlMs);
+  // Expired approvals resume their run first, which needs the thread: ours is let go before.
+  if (!created)
+    await refuseWhilePending(deps, threadId, drop).catch(async (error: unknown) => {
+      await drop();
+      throw error;
+    });
+  // Claimed together and busy: 409. Otherwise (separate lease, or let go for a resume): take it now.
+  const handle = held ?? (together && claimed.lease === null ? null : await lease.acquire(threadId, holder, ttl));
   if (!handle) throw threadBusy();
   try {
     return await startRun(deps, { ...input, lease: handle, freshThread: created });
@@ -47,13 +67,16 @@ export async function beginRun(deps: Deps, input: BeginRun): Promise<RunHandle> 
 }
 
 /** A thread waiting for a decision refuses new messages (409 approval_pending, spec 3.1). */
-async function refuseWhilePending(deps: Deps, threadId: string): Promise<void> {
+async function refuseWhilePending(deps: Deps, threadId: string, beforeResume: () => Promise<void>): Promise<void> {
   const listed = await deps.store.listApprovals({ thread_id: threadId, status: "pending", limit: 100, offset: 0 });
   if (listed.length === 0) return;
   const fresh = await Promise.all(listed.map((a) => expireIfDue(deps, a)));
   const pending = fresh.filter((a) => a.status === "pending");
   // Approvals that expired just now: their run resumes (and holds the thread) before new messages.
-  if (pending.length === 0) await resumeExpired(deps, fresh);
+  if (pending.length === 0) {
+    await beforeResume();
+    await resumeExpired(deps, fresh);
+  }
   if (pending.length > 0)
     throw new HttpError("conflict", 409, {
       code: "approval_pending",

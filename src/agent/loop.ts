@@ -46,6 +46,8 @@ export interface LoopOptions {
   readonly apiFor: (call: ToolCallScope) => ToolContext["api"];
   /** True when the tool call registered an approval to wait for. */
   readonly isPaused: (toolCallId: string) => boolean;
+  /** The caller writes the run's last messages itself, together with the end of the run. */
+  readonly deferFinal?: boolean;
   /** Set when answers must fit a response schema. */
   readonly structured?: StructuredAnswers;
   /** Set when the run resumes after an approval decision: the calls that waited, and the turn's words. */
@@ -57,6 +59,8 @@ export interface LoopResult {
   usage: Usage;
   /** The checked answer of a run with a response schema. */
   structured?: JsonValue;
+  /** With `deferFinal`: the last messages, not yet written. */
+  final?: Message[];
 }
 
 /** Structured answers: how the answer is asked for, and its checker. */
@@ -113,8 +117,7 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
         if (problems.length === 0 && value !== undefined) {
           const json = JSON.stringify(value);
           emit({ type: "message.delta", text: json });
-          await commit([{ id: ids.messageId(), role: "assistant", content: json }]);
-          return { status: "ok", usage, structured: value };
+          return { status: "ok", usage, structured: value, final: await finish([{ id: ids.messageId(), role: "assistant", content: json }]) };
         }
         tries += 1;
         if (tries >= MAX_STRUCTURED_TRIES) throw new StructuredAnswerError();
@@ -129,15 +132,12 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
       scratch = [];
     }
 
-    if (calls.length === 0) {
-      await commit([{ id: ids.messageId(), role: "assistant", content: text }]);
-      return { status: "ok", usage };
-    }
+    if (calls.length === 0) return { status: "ok", usage, final: await finish([{ id: ids.messageId(), role: "assistant", content: text }]) };
     // A tool turn needs this step, the tool step and two more to answer afterwards.
     if (recursionLimit - step < 2) {
       emit({ type: "message.delta", text: STEP_LIMIT_REPLY });
-      await commit([{ id: ids.messageId(), role: "assistant", content: text ? `${text}\n\n${STEP_LIMIT_REPLY}` : STEP_LIMIT_REPLY }]);
-      return { status: "step_limit", usage };
+      const closing: Message[] = [{ id: ids.messageId(), role: "assistant", content: text ? `${text}\n\n${STEP_LIMIT_REPLY}` : STEP_LIMIT_REPLY }];
+      return { status: "step_limit", usage, final: await finish(closing) };
     }
 
     const parsed = calls.map((c) => ({ id: c.id, name: c.name, args: parseArguments(c.arguments) }));
@@ -160,6 +160,16 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
   async function commit(batch: Message[]): Promise<void> {
     messages.push(...batch);
     await persist(batch);
+  }
+
+  /** The run's last messages: written now, or handed back for the caller to write with the run's end. */
+  async function finish(batch: Message[]): Promise<Message[]> {
+    if (!options.deferFinal) {
+      await commit(batch);
+      return [];
+    }
+    messages.push(...batch);
+    return batch;
   }
 
   /** Runs one turn's calls in parallel; results of calls that wait for approval are not written. */

@@ -112,6 +112,10 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
   timer = setTimeout(tick, Math.min(renewMs, deadline - started));
 
   const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  // Where the store also holds the lease, the last answer, the final record and the release are
+  // one write; the stream's message.end follows it, so a reader who sees it finds the answer stored.
+  const finishTogether = deps.leaseInStore && store.finishRun !== undefined;
+  let finished = false;
   const execute = async (): Promise<{ status: RunStatus; errorType: string | null; errorId: string | null }> => {
     emit({
       type: "message.start",
@@ -147,6 +151,7 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         strategy: rs.strategy === "tool" || (rs.strategy === "auto" && !model.structuredOutput) ? ("tool" as const) : ("provider" as const),
       };
       const result = await runLoop({
+        deferFinal: finishTogether,
         model,
         system: input.systemNote ? `${deps.system}\n\n${input.systemNote}` : deps.system,
         tools: deps.tools,
@@ -167,6 +172,17 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
         ...(resume ? { resume } : {}),
       });
       Object.assign(usage, result.usage);
+      if (result.final && result.final.length > 0) {
+        if (controller.signal.aborted) throw controller.signal.reason;
+        const at = isoTime(clock.now());
+        await store.finishRun!(
+          runId,
+          { status: result.status, error_type: null, error_id: null, usage, updated_at: at, ended_at: at, latency_ms: Math.round(performance.now() - started) },
+          { messages: result.final, at },
+          lease,
+        );
+        finished = true;
+      }
       const waiting = result.status === "awaiting_approval" ? await pendingApprovals(deps, runId) : [];
       emit({
         type: "message.end",
@@ -222,8 +238,8 @@ export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> 
     metrics.tokens.inc({ kind: "output" }, usage.output_tokens);
     const endedAt = isoTime(clock.now());
     deps.pauses.forget(runId);
-    // The record and the lease are independent: written side by side.
-    await Promise.all([
+    // The record and the lease are independent: written side by side (unless finished together).
+    if (!finished) await Promise.all([
       store.updateRun(runId, { status, error_type: errorType, error_id: errorId, usage, updated_at: endedAt, ended_at: endedAt, latency_ms: latencyMs }).catch((error: unknown) => {
         logger.warning("run record not updated", { error_type: error instanceof Error ? error.name : "Error" });
       }),

@@ -136,6 +136,19 @@ export interface Store {
   dropTasksBefore(before: string): Promise<number>;
 
   /**
+   * Optional, for adapters that hold the thread lease in the same database: createThread and
+   * ThreadLease.acquire in one write. The lease is taken whoever owns the thread; the caller
+   * releases it when the thread turns out not to be the caller's.
+   */
+  claimThread?(row: ThreadRow, holder: string, ttlMs: number): Promise<{ created: boolean; row: ThreadRow; lease: LeaseHandle | null }>;
+
+  /**
+   * Optional, for adapters that hold the thread lease in the same database: the run's last
+   * messages (fenced by the lease), its final record and the lease's release in one write.
+   */
+  finishRun?(runId: string, patch: Partial<Omit<RunRecord, "run_id" | "thread_id">>, append: { readonly messages: readonly Message[]; readonly at: string }, lease: LeaseHandle): Promise<void>;
+
+  /**
    * Adapters shared by several processes: marks `running` records of dead processes
    * `interrupted` (ProcessLost) once their lease has been expired for `graceMs`.
    */

@@ -111,6 +111,26 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
         RETURNING *, (xmax = 0) AS created`;
       return { created: Boolean(r!.created), row: threadOf(r!) };
     }),
+    claimThread: (row, holder, ttlMs) => guard(async () => {
+      const [r] = await sql`
+        WITH t AS (
+          INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
+          VALUES (${row.thread_id}, ${row.owner}, ${row.actor}, ${row.created_at}, ${row.updated_at})
+          ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
+          RETURNING *, (xmax = 0) AS created
+        ),
+        l AS (
+          INSERT INTO leases (thread_id, holder, generation, expires_at)
+          VALUES (${row.thread_id}, ${holder}, nextval('lease_generation'), now() + ${ttlMs} * interval '1 millisecond')
+          ON CONFLICT (thread_id) DO UPDATE
+            SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
+            WHERE leases.expires_at <= now()
+          RETURNING generation
+        )
+        SELECT t.*, (SELECT generation FROM l) AS generation FROM t`;
+      const lease = r!.generation === null || r!.generation === undefined ? null : { threadId: row.thread_id, holder, generation: Number(r!.generation) };
+      return { created: Boolean(r!.created), row: threadOf(r!), lease };
+    }),
     listThreads: (q: ListThreadsQuery) => guard(async () => {
       const rows = await sql`
         SELECT * FROM threads
@@ -185,6 +205,25 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
         VALUES (${run.run_id}, ${run.thread_id}, ${run.status}, ${run.error_type}, ${run.error_id}, ${run.principal_hash},
                 ${run.actor}, ${json(run.metadata)}, ${json(run.usage)}, ${run.created_at}, ${run.updated_at},
                 ${run.ended_at}, ${run.latency_ms}, ${run.resumed_from}, ${run.resumed_by})`;
+    }),
+    finishRun: (runId, patch, append, lease) => guard(async () => {
+      const values: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(patch)) {
+        const column = RUN_COLUMNS[k];
+        if (column && v !== undefined) values[column] = k === "metadata" || k === "usage" ? json(v) : v;
+      }
+      const [r] = await sql`
+        WITH fence AS (SELECT 1 FROM leases WHERE thread_id = ${lease.threadId} AND generation = ${lease.generation} AND expires_at > now()),
+        ins AS (
+          INSERT INTO messages (thread_id, message)
+          SELECT ${lease.threadId}, m FROM jsonb_array_elements(${json(append.messages)}) WITH ORDINALITY AS t(m, n)
+          WHERE EXISTS (SELECT 1 FROM fence) ORDER BY n RETURNING 1
+        ),
+        upd AS (UPDATE threads SET updated_at = ${append.at} WHERE thread_id = ${lease.threadId} AND EXISTS (SELECT 1 FROM fence)),
+        run AS (UPDATE runs SET ${sql(values)} WHERE run_id = ${runId} AND EXISTS (SELECT 1 FROM fence)),
+        rel AS (DELETE FROM leases WHERE thread_id = ${lease.threadId} AND generation = ${lease.generation})
+        SELECT count(*)::int AS n FROM ins`;
+      if (r!.n !== append.messages.length) throw new LeaseLost("the thread's lease moved on; the write was refused");
     }),
     updateRun: (runId, patch) => guard(async () => {
       const values: Record<string, unknown> = {};
