@@ -3,7 +3,7 @@
  * database test; `.ci/run` starts it if it is installed and down). Each run uses a schema of its
  * own, dropped afterwards.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPostgres } from "../../src/store/postgres/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { dropSchemas, TEST_DSN } from "../support/postgres.js";
@@ -34,3 +34,38 @@ describeLeaseContract("postgres", async () => ({
   scale: 0.1,
   clock: { advance: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) },
 }));
+
+describe("postgres: writes that combine the store and the lease", () => {
+  const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString().replace("Z", "+00:00");
+  const row = (id: string) => ({ thread_id: id, owner: "o", actor: null, created_at: at(0), updated_at: at(0) });
+  const run = (runId: string, threadId: string) => ({
+    run_id: runId, thread_id: threadId, status: "running" as const, error_type: null, error_id: null, principal_hash: "o", actor: null,
+    metadata: {}, usage: { input_tokens: 0, output_tokens: 0 }, created_at: at(1), updated_at: at(1), ended_at: null, latency_ms: null,
+    resumed_from: null, resumed_by: null,
+  });
+
+  it("claimThread: 20 concurrent claims of one new thread, one creator and one lease holder", async () => {
+    const id = `claim-${crypto.randomUUID()}`;
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => adapters.store.claimThread!(row(id), `h${i}`, 10_000)));
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(results.filter((r) => r.lease !== null)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.row.thread_id))).toEqual(new Set([id]));
+    expect(await adapters.lease.isHeld(id)).toBe(true);
+  });
+
+  it("finishRun writes the answer, the record and releases the lease at once, and only while the lease holds", async () => {
+    const id = `finish-${crypto.randomUUID()}`;
+    const { lease } = await adapters.store.claimThread!(row(id), "h", 10_000);
+    await adapters.store.createRun(run("r1", id));
+    await adapters.store.finishRun!("r1", { status: "ok", ended_at: at(2) }, { messages: [{ id: "m1", role: "assistant", content: "done" }], at: at(2) }, lease!);
+    expect(await adapters.store.getMessages(id)).toEqual([{ id: "m1", role: "assistant", content: "done" }]);
+    expect((await adapters.store.getRun("r1"))!.status).toBe("ok");
+    expect(await adapters.lease.isHeld(id)).toBe(false);
+    // A stale handle: nothing is written.
+    await expect(
+      adapters.store.finishRun!("r1", { status: "error" }, { messages: [{ id: "m2", role: "assistant", content: "late" }], at: at(3) }, lease!),
+    ).rejects.toThrow(/lease/);
+    expect(await adapters.store.getMessages(id)).toHaveLength(1);
+    expect((await adapters.store.getRun("r1"))!.status).toBe("ok");
+  });
+});
