@@ -154,7 +154,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   const pauses = new PauseBook();
   const gate =
     options.approvalGate ??
-    createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses, keepDecidedCalls: settings.TRACE_CAPTURE === "full" });
+    createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses });
   const policyClient =
     policy &&
     createPolicyClient({

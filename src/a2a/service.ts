@@ -8,7 +8,7 @@ import { beginRun } from "../agent/begin.js";
 import type { RunEvent } from "../agent/events.js";
 import { outcomeCollector, type RunOutcome } from "../agent/outcome.js";
 import type { RunHandle } from "../agent/runner.js";
-import { type Caller, ownsThread } from "../auth/caller.js";
+import type { Caller } from "../auth/caller.js";
 import { recordDecision, refusalToDecide } from "../approvals/decide.js";
 import { resumeAfterDecision } from "../approvals/resume.js";
 import type { ApprovalRecord } from "../approvals/types.js";
@@ -404,7 +404,7 @@ export function createA2AService(deps: Deps) {
     return { text, tooDeep: false };
   }
 
-  return { handle, settle, ownsThread };
+  return { handle, settle };
 }
 
 /** A small async queue of JSON-RPC bodies for SSE. */

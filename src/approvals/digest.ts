@@ -6,17 +6,13 @@
  */
 import { sha256Hex } from "../auth/hashing.js";
 import type { JsonValue } from "../json.js";
+import type { ApprovalRecord } from "./types.js";
 
-export interface ShownCall {
-  readonly api: string;
-  readonly method: string;
-  readonly path: string;
-  readonly operation_id: string | null;
-  readonly rpc_method: string | null;
-  readonly a2a_operation: "approve" | "reject" | null;
+/** The call as a person is shown it: these fields of the approval, and nothing else. */
+export type ShownCall = Pick<ApprovalRecord, "api" | "method" | "path" | "operation_id" | "rpc_method" | "a2a_operation"> & {
   readonly query: Readonly<Record<string, string | readonly string[]>>;
   readonly body: JsonValue;
-}
+};
 
 export async function approvalDigest(call: ShownCall): Promise<string> {
   const canonical = canonicalJson({

@@ -9,7 +9,6 @@ import type { PrincipalHasher } from "../auth/hashing.js";
 import { type Clock, isoTime } from "../clock.js";
 import { ApiPolicyError, RunPaused } from "../errors.js";
 import type { Ids } from "../ids.js";
-import type { JsonValue } from "../json.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Gate } from "../policy/document.js";
 import type { ApprovalGate, HeldCall, HoldContext, HoldOutcome } from "../policy/gate.js";
@@ -45,8 +44,6 @@ export interface ApprovalGateDeps {
   readonly metrics: Metrics;
   readonly hashPrincipal: PrincipalHasher;
   readonly pauses: PauseBook;
-  /** TRACE_CAPTURE=full keeps the shown query and body after the decision. */
-  readonly keepDecidedCalls: boolean;
 }
 
 const REASON_MAX = 1000;
@@ -153,4 +150,3 @@ function redactQuery(query: Record<string, string | string[]>, redact: readonly 
   return out;
 }
 
-export type { JsonValue };
