@@ -13,7 +13,7 @@ import type { Logger } from "../observability/logger.js";
 import { forbidden, HttpError, THREAD_FOREIGN, threadBusy } from "../problems.js";
 import type { RunRecord } from "../store/ports.js";
 import type { RunEvent } from "./events.js";
-import { type RunHandle, startRun } from "./runner.js";
+import { openRun, type RunHandle, startRun } from "./runner.js";
 
 export interface BeginRun {
   readonly caller: Caller;
@@ -35,9 +35,13 @@ export async function beginRun(deps: Deps, input: BeginRun): Promise<RunHandle> 
   const fresh = { thread_id: threadId, owner: caller.hash, actor: caller.principal.actor?.id ?? null, created_at: now, updated_at: now };
   const holder = `${deps.instanceId}:${ids.runId()}`;
   const ttl = deps.leaseTimings.ttlMs;
-  // Where the store holds the lease, the thread and its lease are claimed in one write.
+  // Where the store holds the lease, the thread and its lease are claimed in one write, and on a
+  // thread that write makes, the run's record and the user message go with it.
   const together = deps.leaseInStore && store.claimThread !== undefined;
-  const claimed = together ? await store.claimThread!(fresh, holder, ttl) : { ...(await store.createThread(fresh)), lease: null };
+  const opening = together ? openRun(deps, { ...input, freshThread: true }) : undefined;
+  const claimed = together
+    ? await store.claimThread!(fresh, holder, ttl, { run: opening!.record, messages: [opening!.firstMessage!] })
+    : { ...(await store.createThread(fresh)), lease: null, started: false };
   let held = claimed.lease;
   const drop = async () => {
     if (held) await lease.release(held).catch(() => {});
@@ -59,7 +63,7 @@ export async function beginRun(deps: Deps, input: BeginRun): Promise<RunHandle> 
   const handle = held ?? (together && claimed.lease === null ? null : await lease.acquire(threadId, holder, ttl));
   if (!handle) throw threadBusy();
   try {
-    return await startRun(deps, { ...input, lease: handle, freshThread: created });
+    return await startRun(deps, { ...input, lease: handle, freshThread: created, ...(claimed.started ? { opening: { ...opening!, recorded: true } } : {}) });
   } catch (error) {
     await lease.release(handle).catch(() => {});
     throw error;

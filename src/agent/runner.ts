@@ -49,6 +49,45 @@ export interface RunInput {
   readonly freshThread?: boolean;
   /** The user's own words for require_user_mentioned (defaults to the message; A2A sets it). */
   readonly userWords?: string | undefined;
+  /** Made (and written with the thread's claim) before the run started: see openRun. */
+  readonly opening?: RunOpening;
+}
+
+/** What a run writes first: its record and, on a thread made for it, the user message. */
+export interface RunOpening {
+  readonly runId: string;
+  readonly record: RunRecord;
+  readonly firstMessage: Message | undefined;
+  /** Already stored (with the thread's claim): startRun does not write them again. */
+  readonly recorded: boolean;
+}
+
+type OpeningInput = Pick<RunInput, "caller" | "threadId" | "message" | "resume" | "metadata" | "freshThread">;
+
+export function openRun(deps: Deps, input: OpeningInput): Omit<RunOpening, "recorded"> {
+  const runId = deps.ids.runId();
+  const at = isoTime(deps.clock.now());
+  // On a thread made for this run the user message needs no history: it is written with the record.
+  const firstMessage: Message | undefined =
+    input.freshThread && !input.resume ? { id: deps.ids.messageId(), role: "user", content: input.message ?? "" } : undefined;
+  const record: RunRecord = {
+    run_id: runId,
+    thread_id: input.threadId,
+    status: "running",
+    error_type: null,
+    error_id: null,
+    principal_hash: input.caller.hash,
+    actor: input.caller.principal.actor?.id ?? null,
+    metadata: input.metadata,
+    usage: { input_tokens: 0, output_tokens: 0 },
+    created_at: at,
+    updated_at: at,
+    ended_at: null,
+    latency_ms: null,
+    resumed_from: input.resume?.pausedRunId ?? null,
+    resumed_by: null,
+  };
+  return { runId, record, firstMessage };
 }
 
 export interface RunHandle {
@@ -62,32 +101,12 @@ export interface RunHandle {
 export async function startRun(deps: Deps, input: RunInput): Promise<RunHandle> {
   const { store, clock, ids, metrics, settings } = deps;
   const { caller, threadId, lease, emit } = input;
-  const runId = ids.runId();
-  const startedMs = clock.now();
+  const opening = input.opening ?? { ...openRun(deps, input), recorded: false };
+  const { runId, firstMessage } = opening;
   const started = performance.now();
-  const actor = caller.principal.actor?.id ?? null;
   const logger = input.logger.child({ run_id: runId, thread_id: threadId });
-
-  // On a thread made for this run the user message needs no history: it is written with the record.
-  const firstMessage: Message | undefined =
-    input.freshThread && !input.resume ? { id: ids.messageId(), role: "user", content: input.message ?? "" } : undefined;
-  await store.createRun({
-    run_id: runId,
-    thread_id: threadId,
-    status: "running",
-    error_type: null,
-    error_id: null,
-    principal_hash: caller.hash,
-    actor,
-    metadata: input.metadata,
-    usage: { input_tokens: 0, output_tokens: 0 },
-    created_at: isoTime(startedMs),
-    updated_at: isoTime(startedMs),
-    ended_at: null,
-    latency_ms: null,
-    resumed_from: input.resume?.pausedRunId ?? null,
-    resumed_by: null,
-  }, firstMessage ? { messages: [firstMessage], at: isoTime(startedMs), fence: lease } : undefined);
+  if (!opening.recorded)
+    await store.createRun(opening.record, firstMessage ? { messages: [firstMessage], at: opening.record.created_at, fence: lease } : undefined);
   metrics.activeRuns.inc();
 
   const controller = new AbortController();

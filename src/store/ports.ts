@@ -73,6 +73,12 @@ export interface RunRecord {
   readonly resumed_by: string | null;
 }
 
+/** A run's record and first messages, written where the run's thread is claimed (claimThread). */
+export interface RunStart {
+  readonly run: RunRecord;
+  readonly messages: readonly Message[];
+}
+
 export interface ListThreadsQuery {
   /** Only threads of this owner; undefined lists every owner (read-across). */
   readonly owner?: string;
@@ -138,9 +144,11 @@ export interface Store {
   /**
    * Optional, for adapters that hold the thread lease in the same database: createThread and
    * ThreadLease.acquire in one write. The lease is taken whoever owns the thread; the caller
-   * releases it when the thread turns out not to be the caller's.
+   * releases it when the thread turns out not to be the caller's. With `start`, the same write
+   * also records the run and its first messages, but only when it created the thread and took
+   * its lease (a thread made by this call is the caller's and has no history): `started` says so.
    */
-  claimThread?(row: ThreadRow, holder: string, ttlMs: number): Promise<{ created: boolean; row: ThreadRow; lease: LeaseHandle | null }>;
+  claimThread?(row: ThreadRow, holder: string, ttlMs: number, start?: RunStart): Promise<{ created: boolean; row: ThreadRow; lease: LeaseHandle | null; started: boolean }>;
 
   /**
    * Optional, for adapters that hold the thread lease in the same database: the run's last

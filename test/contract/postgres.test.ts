@@ -49,8 +49,50 @@ describe("postgres: writes that combine the store and the lease", () => {
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => adapters.store.claimThread!(row(id), `h${i}`, 10_000)));
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(results.filter((r) => r.lease !== null)).toHaveLength(1);
+    expect(results.filter((r) => r.started)).toHaveLength(0);
     expect(new Set(results.map((r) => r.row.thread_id))).toEqual(new Set([id]));
     expect(await adapters.lease.isHeld(id)).toBe(true);
+  });
+
+  it("claimThread with a start: a thread it makes and leases gets the run record and the first messages in the same write", async () => {
+    const id = `start-${crypto.randomUUID()}`;
+    const user = { id: "u1", role: "user" as const, content: "hello \u0000 there" };
+    const claimed = await adapters.store.claimThread!(row(id), "h", 10_000, { run: { ...run("r-start", id), metadata: { k: "v" } }, messages: [user] });
+    expect(claimed).toMatchObject({ created: true, started: true, row: { thread_id: id, owner: "o" } });
+    expect(claimed.lease).not.toBeNull();
+    expect(await adapters.store.getMessages(id)).toEqual([{ ...user, content: "hello \ufffd there" }]);
+    expect(await adapters.store.getRun("r-start")).toEqual({ ...run("r-start", id), metadata: { k: "v" } });
+    expect((await adapters.store.getThread(id))!.updated_at).toBe(at(0));
+  });
+
+  it("claimThread with a start writes no run and no message on a thread that already existed, or whose lease is held", async () => {
+    const existing = `start-old-${crypto.randomUUID()}`;
+    await adapters.store.createThread(row(existing));
+    const again = await adapters.store.claimThread!(row(existing), "h", 10_000, { run: run("r-old", existing), messages: [{ id: "u", role: "user", content: "x" }] });
+    expect(again).toMatchObject({ created: false, started: false });
+    expect(again.lease).not.toBeNull(); // the lease is taken whoever owns the thread; the caller checks
+    expect(await adapters.store.getRun("r-old")).toBeNull();
+    expect(await adapters.store.getMessages(existing)).toEqual([]);
+
+    // A lease row left for a thread id that does not exist yet (a deleted thread's, say): busy, nothing written.
+    const leased = `start-leased-${crypto.randomUUID()}`;
+    expect(await adapters.lease.acquire(leased, "other", 10_000)).not.toBeNull();
+    const busy = await adapters.store.claimThread!(row(leased), "h", 10_000, { run: run("r-busy", leased), messages: [{ id: "u", role: "user", content: "x" }] });
+    expect(busy).toMatchObject({ created: true, started: false, lease: null });
+    expect(await adapters.store.getRun("r-busy")).toBeNull();
+    expect(await adapters.store.getMessages(leased)).toEqual([]);
+  });
+
+  it("claimThread with a start: 20 concurrent claims of one new thread write one run and one message", async () => {
+    const id = `start-race-${crypto.randomUUID()}`;
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => adapters.store.claimThread!(row(id), `h${i}`, 10_000, { run: run(`race-${id}-${i}`, id), messages: [{ id: `m${i}`, role: "user", content: `${i}` }] })),
+    );
+    const winners = results.flatMap((r, i) => (r.started ? [i] : []));
+    expect(winners).toHaveLength(1);
+    expect(results[winners[0]!]!).toMatchObject({ created: true });
+    expect(await adapters.store.listRuns(id)).toEqual([run(`race-${id}-${winners[0]}`, id)]);
+    expect(await adapters.store.getMessages(id)).toEqual([{ id: `m${winners[0]}`, role: "user", content: `${winners[0]}` }]);
   });
 
   it("finishRun writes the answer, the record and releases the lease at once, and only while the lease holds", async () => {

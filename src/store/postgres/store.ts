@@ -7,7 +7,7 @@
  */
 import type { TaskRecord } from "../../a2a/types.js";
 import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
-import type { LeaseHandle, ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
+import type { LeaseHandle, ListThreadsQuery, Message, RunRecord, RunStart, Store, ThreadRow } from "../ports.js";
 import type { Sql } from "./connect.js";
 import type { Guard } from "./health.js";
 
@@ -111,7 +111,9 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
         RETURNING *, (xmax = 0) AS created`;
       return { created: Boolean(r!.created), row: threadOf(r!) };
     }),
-    claimThread: (row, holder, ttlMs) => guard(async () => {
+    claimThread: (row, holder, ttlMs, start?: RunStart) => guard(async () => {
+      const run = start?.run;
+      // The run and its messages go in only where this statement made the thread and leased it.
       const [r] = await sql`
         WITH t AS (
           INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
@@ -126,10 +128,26 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
             SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
             WHERE leases.expires_at <= now()
           RETURNING generation
+        ),
+        go AS (SELECT 1 FROM t, l WHERE t.created AND ${run !== undefined}::boolean),
+        run AS (
+          INSERT INTO runs (run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage,
+                            created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by)
+          SELECT ${run?.run_id ?? null}::text, ${row.thread_id}::text, ${run?.status ?? null}::text, ${run?.error_type ?? null}::text,
+                 ${run?.error_id ?? null}::text, ${run?.principal_hash ?? null}::text, ${run?.actor ?? null}::text,
+                 ${json(run?.metadata ?? {})}::jsonb, ${json(run?.usage ?? {})}::jsonb, ${run?.created_at ?? null}::timestamptz,
+                 ${run?.updated_at ?? null}::timestamptz, ${run?.ended_at ?? null}::timestamptz, ${run?.latency_ms ?? null}::integer,
+                 ${run?.resumed_from ?? null}::text, ${run?.resumed_by ?? null}::text
+          WHERE EXISTS (SELECT 1 FROM go)
+        ),
+        ins AS (
+          INSERT INTO messages (thread_id, message)
+          SELECT ${row.thread_id}, m FROM jsonb_array_elements(${json(start?.messages ?? [])}::jsonb) WITH ORDINALITY AS x(m, n)
+          WHERE EXISTS (SELECT 1 FROM go) ORDER BY n
         )
-        SELECT t.*, (SELECT generation FROM l) AS generation FROM t`;
+        SELECT t.*, (SELECT generation FROM l) AS generation, EXISTS (SELECT 1 FROM go) AS started FROM t`;
       const lease = r!.generation === null || r!.generation === undefined ? null : { threadId: row.thread_id, holder, generation: Number(r!.generation) };
-      return { created: Boolean(r!.created), row: threadOf(r!), lease };
+      return { created: Boolean(r!.created), row: threadOf(r!), lease, started: Boolean(r!.started) };
     }),
     listThreads: (q: ListThreadsQuery) => guard(async () => {
       const rows = await sql`
