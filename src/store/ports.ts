@@ -73,6 +73,9 @@ export interface RunRecord {
   readonly resumed_by: string | null;
 }
 
+/** What a run's record says once the run ended (finishRun). */
+export type RunEnd = Pick<RunRecord, "status" | "error_type" | "error_id" | "usage" | "updated_at" | "ended_at" | "latency_ms">;
+
 /** A run's record and first messages, written where the run's thread is claimed (claimThread). */
 export interface RunStart {
   readonly run: RunRecord;
@@ -154,7 +157,7 @@ export interface Store {
    * Optional, for adapters that hold the thread lease in the same database: the run's last
    * messages (fenced by the lease), its final record and the lease's release in one write.
    */
-  finishRun?(runId: string, patch: Partial<Omit<RunRecord, "run_id" | "thread_id">>, append: { readonly messages: readonly Message[]; readonly at: string }, lease: LeaseHandle): Promise<void>;
+  finishRun?(runId: string, end: RunEnd, append: { readonly messages: readonly Message[]; readonly at: string }, lease: LeaseHandle): Promise<void>;
 
   /**
    * Adapters shared by several processes: marks `running` records of dead processes

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPostgres } from "../../src/store/postgres/index.js";
-import { silentLogger } from "../../src/observability/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 import { dropSchemas, TEST_DSN } from "../support/postgres.js";
 import { describeLeaseContract } from "./lease.js";
 import { describeStoreContract } from "./store.js";
@@ -13,9 +13,12 @@ import { describeStoreContract } from "./store.js";
 export { TEST_DSN };
 const schema = `contract_${process.pid}_${Date.now().toString(36)}`;
 let adapters: Awaited<ReturnType<typeof openPostgres>>;
+/** What the adapters log (batches and their fallbacks at DEBUG and WARNING). */
+const logged: { message: string; kind?: string; size?: number }[] = [];
+const logger = createLogger({ level: "DEBUG", format: "json", write: (line) => logged.push(JSON.parse(line)) });
 
 beforeAll(async () => {
-  adapters = await openPostgres({ dsn: TEST_DSN, min: 1, max: 10, schema, logger: silentLogger, onHealth: () => {} });
+  adapters = await openPostgres({ dsn: TEST_DSN, min: 1, max: 10, schema, logger, onHealth: () => {} });
   await adapters.store.ping();
 });
 afterAll(async () => {
@@ -42,6 +45,10 @@ describe("postgres: writes that combine the store and the lease", () => {
     run_id: runId, thread_id: threadId, status: "running" as const, error_type: null, error_id: null, principal_hash: "o", actor: null,
     metadata: {}, usage: { input_tokens: 0, output_tokens: 0 }, created_at: at(1), updated_at: at(1), ended_at: null, latency_ms: null,
     resumed_from: null, resumed_by: null,
+  });
+
+  const end = (status: "ok" | "error", s: number) => ({
+    status, error_type: null, error_id: null, usage: { input_tokens: 3, output_tokens: 4 }, updated_at: at(s), ended_at: at(s), latency_ms: 7,
   });
 
   it("claimThread: 20 concurrent claims of one new thread, one creator and one lease holder", async () => {
@@ -95,17 +102,64 @@ describe("postgres: writes that combine the store and the lease", () => {
     expect(await adapters.store.getMessages(id)).toEqual([{ id: `m${winners[0]}`, role: "user", content: `${winners[0]}` }]);
   });
 
+  it("40 chats at once on new and existing threads (claims and finishes batched under load): each gets its own outcome", async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `batch-${i}-${crypto.randomUUID()}`);
+    // Every fourth thread exists already (no run, no message written by its claim); every
+    // eighth has its lease held elsewhere (busy).
+    for (const [i, id] of ids.entries()) {
+      if (i % 4 === 0) await adapters.store.createThread(row(id));
+      if (i % 8 === 1) await adapters.lease.acquire(id, "elsewhere", 10_000);
+    }
+    const user = (i: number) => ({ id: `u${i}`, role: "user" as const, content: `question ${i}` });
+    logged.length = 0;
+    const claims = await Promise.all(ids.map((id, i) => adapters.store.claimThread!(row(id), `h${i}`, 10_000, { run: run(`b-run-${id}`, id), messages: [user(i)] })));
+    for (const [i, c] of claims.entries()) {
+      expect(c.row.thread_id).toBe(ids[i]);
+      expect(c.created).toBe(i % 4 !== 0);
+      expect(c.lease === null).toBe(i % 8 === 1);
+      expect(c.started).toBe(i % 4 !== 0 && i % 8 !== 1);
+      if (c.lease) expect(c.lease).toMatchObject({ threadId: ids[i], holder: `h${i}` });
+    }
+    const generations = claims.flatMap((c) => (c.lease ? [c.lease.generation] : []));
+    expect(new Set(generations).size).toBe(generations.length);
+
+    // Finish every started run at once; a third of them with a stale generation are refused.
+    const started = claims.flatMap((c, i) => (c.started ? [{ i, lease: c.lease! }] : []));
+    const outcomes = await Promise.allSettled(
+      started.map(({ i, lease }) =>
+        adapters.store.finishRun!(`b-run-${ids[i]}`, end("ok", 5), { messages: [{ id: `a${i}`, role: "assistant", content: `answer ${i}` }], at: at(5) },
+          i % 3 === 0 ? { ...lease, generation: lease.generation + 100_000 } : lease),
+      ),
+    );
+    for (const [k, { i }] of started.entries()) {
+      const id = ids[i]!;
+      const stale = i % 3 === 0;
+      expect(outcomes[k]!.status).toBe(stale ? "rejected" : "fulfilled");
+      const answer = { id: `a${i}`, role: "assistant", content: `answer ${i}` };
+      expect(await adapters.store.getMessages(id)).toEqual(stale ? [user(i)] : [user(i), answer]);
+      const record = await adapters.store.getRun(`b-run-${id}`);
+      expect(record).toMatchObject(stale ? { status: "running", ended_at: null } : { status: "ok", ended_at: at(5), latency_ms: 7, usage: { input_tokens: 3, output_tokens: 4 } });
+      expect((await adapters.store.getThread(id))!.updated_at).toBe(stale ? at(0) : at(5));
+      expect(await adapters.lease.isHeld(id)).toBe(stale); // a stale handle releases nothing
+    }
+    for (const [i, id] of ids.entries()) if (!claims[i]!.started) expect(await adapters.store.listRuns(id)).toEqual([]);
+    // The rows above went in batches of several, and no batch fell back to one call at a time.
+    const batches = logged.filter((l) => l.message === "batched write");
+    for (const kind of ["claim", "finish"]) expect(Math.max(...batches.filter((b) => b.kind === kind).map((b) => b.size!))).toBeGreaterThan(1);
+    expect(logged.filter((l) => l.message.includes("one by one"))).toEqual([]);
+  });
+
   it("finishRun writes the answer, the record and releases the lease at once, and only while the lease holds", async () => {
     const id = `finish-${crypto.randomUUID()}`;
     const { lease } = await adapters.store.claimThread!(row(id), "h", 10_000);
     await adapters.store.createRun(run("r1", id));
-    await adapters.store.finishRun!("r1", { status: "ok", ended_at: at(2) }, { messages: [{ id: "m1", role: "assistant", content: "done" }], at: at(2) }, lease!);
+    await adapters.store.finishRun!("r1", end("ok", 2), { messages: [{ id: "m1", role: "assistant", content: "done" }], at: at(2) }, lease!);
     expect(await adapters.store.getMessages(id)).toEqual([{ id: "m1", role: "assistant", content: "done" }]);
     expect((await adapters.store.getRun("r1"))!.status).toBe("ok");
     expect(await adapters.lease.isHeld(id)).toBe(false);
     // A stale handle: nothing is written.
     await expect(
-      adapters.store.finishRun!("r1", { status: "error" }, { messages: [{ id: "m2", role: "assistant", content: "late" }], at: at(3) }, lease!),
+      adapters.store.finishRun!("r1", end("error", 3), { messages: [{ id: "m2", role: "assistant", content: "late" }], at: at(3) }, lease!),
     ).rejects.toThrow(/lease/);
     expect(await adapters.store.getMessages(id)).toHaveLength(1);
     expect((await adapters.store.getRun("r1"))!.status).toBe("ok");

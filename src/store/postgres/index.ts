@@ -40,7 +40,7 @@ export async function openPostgres(options: {
   // Down at startup: the guard has logged it once; requests answer 503 until it answers.
   await guard(async () => {}).catch(() => {});
   return {
-    store: { ...createPostgresStore(sql, guard), markLostRuns: (graceMs: number) => markLostRuns(sql, guard, graceMs) },
+    store: { ...createPostgresStore(sql, guard, options.logger), markLostRuns: (graceMs: number) => markLostRuns(sql, guard, graceMs) },
     lease: createPostgresLease(sql, guard),
   };
 }

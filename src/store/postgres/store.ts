@@ -7,9 +7,11 @@
  */
 import type { TaskRecord } from "../../a2a/types.js";
 import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
-import type { LeaseHandle, ListThreadsQuery, Message, RunRecord, RunStart, Store, ThreadRow } from "../ports.js";
+import type { LeaseHandle, ListThreadsQuery, Message, RunEnd, RunRecord, RunStart, Store, ThreadRow } from "../ports.js";
+import { batcher } from "./batch.js";
 import type { Sql } from "./connect.js";
 import type { Guard } from "./health.js";
+import type { Logger } from "../../observability/logger.js";
 
 /** A fenced write found the lease gone: the run stops as interrupted. */
 export class LeaseLost extends Error {
@@ -28,6 +30,16 @@ export function withoutNul<T>(value: T): T {
     return out as T;
   }
   return value;
+}
+
+/** Whether a value holds U+0000 anywhere (a walk without copies: withoutNul copies). */
+export function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\u0000");
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value && typeof value === "object") {
+    for (const k in value) if (k.includes("\u0000") || hasNul((value as Record<string, unknown>)[k])) return true;
+  }
+  return false;
 }
 
 type Row = Record<string, unknown>;
@@ -77,6 +89,27 @@ function approvalOf(r: Row): ApprovalRecord {
   return { ...(r.shown as Omit<ApprovalRecord, "internal">), internal: r.internal as ApprovalRecord["internal"] };
 }
 
+interface Claim {
+  readonly row: ThreadRow;
+  readonly holder: string;
+  readonly ttlMs: number;
+  readonly start: RunStart | undefined;
+}
+type Claimed = Awaited<ReturnType<NonNullable<Store["claimThread"]>>>;
+
+interface Finish {
+  readonly runId: string;
+  readonly end: RunEnd;
+  readonly append: { readonly messages: readonly Message[]; readonly at: string };
+  readonly lease: LeaseHandle;
+}
+
+function claimedOf(r: Row, holder: string): Claimed {
+  const generation = r.generation as string | number | null | undefined;
+  const lease = generation === null || generation === undefined ? null : { threadId: r.thread_id as string, holder, generation: Number(generation) };
+  return { created: Boolean(r.created), row: threadOf(r), lease, started: Boolean(r.started) };
+}
+
 const RUN_COLUMNS: Record<string, string> = {
   status: "status",
   error_type: "error_type",
@@ -93,8 +126,133 @@ const RUN_COLUMNS: Record<string, string> = {
   resumed_by: "resumed_by",
 };
 
-export function createPostgresStore(sql: Sql, guard: Guard): Store {
-  const json = (v: unknown) => sql.json(withoutNul(v) as never);
+export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, options: { readonly inFlight?: number } = {}): Store {
+  const json = (v: unknown) => sql.json((hasNul(v) ? withoutNul(v) : v) as never);
+  const batching = (kind: string) => ({
+    inFlight: options.inFlight ?? 2,
+    max: 64,
+    // The guard's deadline once the database is known down (3 s while it is up).
+    maxWaitMs: 2_000,
+    onBatch: (size: number) => logger.debug("batched write", { kind, size }),
+    onFallback: (size: number, error: unknown) =>
+      logger.warning("batched write failed, retried one by one", { kind, size, error_code: String((error as { code?: unknown }).code ?? "none") }),
+  });
+
+  // A chat's two writes, batched across chats under load (batch.ts); the single forms serve a
+  // quiet service and the fallback.
+  const claimOne = async ({ row, holder, ttlMs, start }: Claim): Promise<Claimed> => {
+    const run = start?.run;
+    // The run and its messages go in only where this statement made the thread and leased it.
+    const [r] = await sql`
+      WITH t AS (
+        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
+        VALUES (${row.thread_id}, ${row.owner}, ${row.actor}, ${row.created_at}, ${row.updated_at})
+        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
+        RETURNING *, (xmax = 0) AS created
+      ),
+      l AS (
+        INSERT INTO leases (thread_id, holder, generation, expires_at)
+        VALUES (${row.thread_id}, ${holder}, nextval('lease_generation'), now() + ${ttlMs} * interval '1 millisecond')
+        ON CONFLICT (thread_id) DO UPDATE
+          SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
+          WHERE leases.expires_at <= now()
+        RETURNING generation
+      ),
+      go AS (SELECT 1 FROM t, l WHERE t.created AND ${run !== undefined}::boolean),
+      run AS (
+        INSERT INTO runs SELECT (jsonb_populate_record(null::runs, ${json(run ?? {})}::jsonb)).* WHERE EXISTS (SELECT 1 FROM go)
+      ),
+      ins AS (
+        INSERT INTO messages (thread_id, message)
+        SELECT ${row.thread_id}, m FROM jsonb_array_elements(${json(start?.messages ?? [])}::jsonb) WITH ORDINALITY AS x(m, n)
+        WHERE EXISTS (SELECT 1 FROM go) ORDER BY n
+      )
+      SELECT t.*, (SELECT generation FROM l) AS generation, EXISTS (SELECT 1 FROM go) AS started FROM t`;
+    return claimedOf(r!, holder);
+  };
+  const claimMany = async (claims: readonly Claim[]): Promise<Claimed[]> => {
+    const items = claims.map((c, i) => ({
+      i, ...c.row, holder: c.holder, ttl_ms: c.ttlMs, start: c.start !== undefined, run: c.start?.run ?? null, messages: c.start?.messages ?? [],
+    }));
+    const rows = await sql`
+      WITH x AS MATERIALIZED (
+        SELECT * FROM jsonb_to_recordset(${json(items)}::jsonb) AS x(i int, thread_id text, owner text, actor text,
+          created_at timestamptz, updated_at timestamptz, holder text, ttl_ms int, start boolean, run jsonb, messages jsonb)
+      ),
+      t AS (
+        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
+        SELECT thread_id, owner, actor, created_at, updated_at FROM x ORDER BY thread_id
+        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
+        RETURNING *, (xmax = 0) AS created
+      ),
+      l AS (
+        INSERT INTO leases (thread_id, holder, generation, expires_at)
+        SELECT thread_id, holder, nextval('lease_generation'), now() + ttl_ms * interval '1 millisecond' FROM x ORDER BY thread_id
+        ON CONFLICT (thread_id) DO UPDATE
+          SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
+          WHERE leases.expires_at <= now()
+        RETURNING thread_id, generation
+      ),
+      go AS MATERIALIZED (SELECT x.i, x.thread_id, x.run, x.messages FROM x JOIN t USING (thread_id) JOIN l USING (thread_id) WHERE t.created AND x.start),
+      run AS (INSERT INTO runs SELECT (jsonb_populate_record(null::runs, go.run)).* FROM go ORDER BY go.i),
+      ins AS (
+        INSERT INTO messages (thread_id, message)
+        SELECT go.thread_id, e.m FROM go CROSS JOIN LATERAL jsonb_array_elements(go.messages) WITH ORDINALITY AS e(m, n) ORDER BY go.i, e.n
+      )
+      SELECT x.i, t.*, l.generation, (go.i IS NOT NULL) AS started
+      FROM x JOIN t USING (thread_id) LEFT JOIN l USING (thread_id) LEFT JOIN go USING (i)
+      ORDER BY x.i`;
+    return rows.map((r) => claimedOf(r, claims[r.i as number]!.holder));
+  };
+  const claim = batcher<Claim, Claimed>({ one: claimOne, many: claimMany, key: (c) => c.row.thread_id, ...batching("claim") });
+
+  const finishOne = async ({ runId, end, append, lease }: Finish): Promise<boolean> => {
+    const [r] = await sql`
+      WITH fence AS (SELECT 1 FROM leases WHERE thread_id = ${lease.threadId} AND generation = ${lease.generation} AND expires_at > now()),
+      ins AS (
+        INSERT INTO messages (thread_id, message)
+        SELECT ${lease.threadId}, m FROM jsonb_array_elements(${json(append.messages)}) WITH ORDINALITY AS t(m, n)
+        WHERE EXISTS (SELECT 1 FROM fence) ORDER BY n
+      ),
+      upd AS (UPDATE threads SET updated_at = ${append.at} WHERE thread_id = ${lease.threadId} AND EXISTS (SELECT 1 FROM fence)),
+      run AS (
+        UPDATE runs SET status = ${end.status}, error_type = ${end.error_type}, error_id = ${end.error_id}, usage = ${json(end.usage)},
+          updated_at = ${end.updated_at}, ended_at = ${end.ended_at}, latency_ms = ${end.latency_ms}
+        WHERE run_id = ${runId} AND EXISTS (SELECT 1 FROM fence)
+      ),
+      rel AS (DELETE FROM leases WHERE thread_id = ${lease.threadId} AND generation = ${lease.generation})
+      SELECT EXISTS (SELECT 1 FROM fence) AS held`;
+    return Boolean(r!.held);
+  };
+  const finishMany = async (finishes: readonly Finish[]): Promise<boolean[]> => {
+    const items = finishes.map((f, i) => ({
+      i, run_id: f.runId, thread_id: f.lease.threadId, generation: f.lease.generation, ...f.end, at: f.append.at, messages: f.append.messages,
+    }));
+    const rows = await sql`
+      WITH x AS MATERIALIZED (
+        SELECT * FROM jsonb_to_recordset(${json(items)}::jsonb) AS x(i int, run_id text, thread_id text, generation bigint,
+          status text, error_type text, error_id text, usage jsonb, updated_at timestamptz, ended_at timestamptz, latency_ms int,
+          at timestamptz, messages jsonb)
+      ),
+      ok AS MATERIALIZED (
+        SELECT x.* FROM x JOIN leases l ON l.thread_id = x.thread_id AND l.generation = x.generation AND l.expires_at > now()
+      ),
+      ins AS (
+        INSERT INTO messages (thread_id, message)
+        SELECT ok.thread_id, e.m FROM ok CROSS JOIN LATERAL jsonb_array_elements(ok.messages) WITH ORDINALITY AS e(m, n) ORDER BY ok.i, e.n
+      ),
+      upd AS (UPDATE threads t SET updated_at = ok.at FROM ok WHERE t.thread_id = ok.thread_id),
+      run AS (
+        UPDATE runs r SET status = ok.status, error_type = ok.error_type, error_id = ok.error_id, usage = ok.usage,
+          updated_at = ok.updated_at, ended_at = ok.ended_at, latency_ms = ok.latency_ms
+        FROM ok WHERE r.run_id = ok.run_id
+      ),
+      rel AS (DELETE FROM leases l USING x WHERE l.thread_id = x.thread_id AND l.generation = x.generation)
+      SELECT i FROM ok`;
+    const held = new Set(rows.map((r) => r.i as number));
+    return finishes.map((_, i) => held.has(i));
+  };
+  const finish = batcher<Finish, boolean>({ one: finishOne, many: finishMany, key: (f) => f.lease.threadId, ...batching("finish") });
 
   return {
     getThread: (id) => guard(async () => {
@@ -111,44 +269,7 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
         RETURNING *, (xmax = 0) AS created`;
       return { created: Boolean(r!.created), row: threadOf(r!) };
     }),
-    claimThread: (row, holder, ttlMs, start?: RunStart) => guard(async () => {
-      const run = start?.run;
-      // The run and its messages go in only where this statement made the thread and leased it.
-      const [r] = await sql`
-        WITH t AS (
-          INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
-          VALUES (${row.thread_id}, ${row.owner}, ${row.actor}, ${row.created_at}, ${row.updated_at})
-          ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
-          RETURNING *, (xmax = 0) AS created
-        ),
-        l AS (
-          INSERT INTO leases (thread_id, holder, generation, expires_at)
-          VALUES (${row.thread_id}, ${holder}, nextval('lease_generation'), now() + ${ttlMs} * interval '1 millisecond')
-          ON CONFLICT (thread_id) DO UPDATE
-            SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
-            WHERE leases.expires_at <= now()
-          RETURNING generation
-        ),
-        go AS (SELECT 1 FROM t, l WHERE t.created AND ${run !== undefined}::boolean),
-        run AS (
-          INSERT INTO runs (run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage,
-                            created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by)
-          SELECT ${run?.run_id ?? null}::text, ${row.thread_id}::text, ${run?.status ?? null}::text, ${run?.error_type ?? null}::text,
-                 ${run?.error_id ?? null}::text, ${run?.principal_hash ?? null}::text, ${run?.actor ?? null}::text,
-                 ${json(run?.metadata ?? {})}::jsonb, ${json(run?.usage ?? {})}::jsonb, ${run?.created_at ?? null}::timestamptz,
-                 ${run?.updated_at ?? null}::timestamptz, ${run?.ended_at ?? null}::timestamptz, ${run?.latency_ms ?? null}::integer,
-                 ${run?.resumed_from ?? null}::text, ${run?.resumed_by ?? null}::text
-          WHERE EXISTS (SELECT 1 FROM go)
-        ),
-        ins AS (
-          INSERT INTO messages (thread_id, message)
-          SELECT ${row.thread_id}, m FROM jsonb_array_elements(${json(start?.messages ?? [])}::jsonb) WITH ORDINALITY AS x(m, n)
-          WHERE EXISTS (SELECT 1 FROM go) ORDER BY n
-        )
-        SELECT t.*, (SELECT generation FROM l) AS generation, EXISTS (SELECT 1 FROM go) AS started FROM t`;
-      const lease = r!.generation === null || r!.generation === undefined ? null : { threadId: row.thread_id, holder, generation: Number(r!.generation) };
-      return { created: Boolean(r!.created), row: threadOf(r!), lease, started: Boolean(r!.started) };
-    }),
+    claimThread: (row, holder, ttlMs, start) => guard(() => claim({ row, holder, ttlMs, start })),
     listThreads: (q: ListThreadsQuery) => guard(async () => {
       const rows = await sql`
         SELECT * FROM threads
@@ -224,24 +345,8 @@ export function createPostgresStore(sql: Sql, guard: Guard): Store {
                 ${run.actor}, ${json(run.metadata)}, ${json(run.usage)}, ${run.created_at}, ${run.updated_at},
                 ${run.ended_at}, ${run.latency_ms}, ${run.resumed_from}, ${run.resumed_by})`;
     }),
-    finishRun: (runId, patch, append, lease) => guard(async () => {
-      const values: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(patch)) {
-        const column = RUN_COLUMNS[k];
-        if (column && v !== undefined) values[column] = k === "metadata" || k === "usage" ? json(v) : v;
-      }
-      const [r] = await sql`
-        WITH fence AS (SELECT 1 FROM leases WHERE thread_id = ${lease.threadId} AND generation = ${lease.generation} AND expires_at > now()),
-        ins AS (
-          INSERT INTO messages (thread_id, message)
-          SELECT ${lease.threadId}, m FROM jsonb_array_elements(${json(append.messages)}) WITH ORDINALITY AS t(m, n)
-          WHERE EXISTS (SELECT 1 FROM fence) ORDER BY n RETURNING 1
-        ),
-        upd AS (UPDATE threads SET updated_at = ${append.at} WHERE thread_id = ${lease.threadId} AND EXISTS (SELECT 1 FROM fence)),
-        run AS (UPDATE runs SET ${sql(values)} WHERE run_id = ${runId} AND EXISTS (SELECT 1 FROM fence)),
-        rel AS (DELETE FROM leases WHERE thread_id = ${lease.threadId} AND generation = ${lease.generation})
-        SELECT count(*)::int AS n FROM ins`;
-      if (r!.n !== append.messages.length) throw new LeaseLost("the thread's lease moved on; the write was refused");
+    finishRun: (runId, end, append, lease) => guard(async () => {
+      if (!(await finish({ runId, end, append, lease }))) throw new LeaseLost("the thread's lease moved on; the write was refused");
     }),
     updateRun: (runId, patch) => guard(async () => {
       const values: Record<string, unknown> = {};
