@@ -82,15 +82,16 @@ describe("batcher", () => {
     await expect(Promise.all(rest)).resolves.toEqual(["ok 2", "ok 3", "ok 4"]);
   });
 
-  it("keeps calls with one key apart and caps the batch size", async () => {
+  it("keeps calls with one key apart, caps the batch size and sends a batch in key order", async () => {
     const db = fakeDatabase();
     const all = [db.write(item(1)), db.write(item(2, "same")), db.write(item(3, "same")), db.write(item(4)), db.write(item(5)), db.write(item(6))];
     db.ok(0);
     await tick();
-    expect(db.sent[1]!.items.map((i) => i.n)).toEqual([2, 4, 5]); // 3 shares a key with 2; at most three
+    // 3 shares a key with 2; at most three; in key order (k4, k5, same)
+    expect(db.sent[1]!.items.map((i) => i.n)).toEqual([4, 5, 2]);
     db.ok(1);
     await tick();
-    expect(db.sent[2]!.items.map((i) => i.n)).toEqual([3, 6]);
+    expect(db.sent[2]!.items.map((i) => i.n)).toEqual([6, 3]);
     db.ok(2);
     await expect(Promise.all(all)).resolves.toEqual(["ok 1", "ok 2", "ok 3", "ok 4", "ok 5", "ok 6"]);
   });

@@ -181,13 +181,13 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
       ),
       t AS (
         INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
-        SELECT thread_id, owner, actor, created_at, updated_at FROM x ORDER BY thread_id
+        SELECT thread_id, owner, actor, created_at, updated_at FROM x ORDER BY i
         ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
         RETURNING *, (xmax = 0) AS created
       ),
       l AS (
         INSERT INTO leases (thread_id, holder, generation, expires_at)
-        SELECT thread_id, holder, nextval('lease_generation'), now() + ttl_ms * interval '1 millisecond' FROM x ORDER BY thread_id
+        SELECT thread_id, holder, nextval('lease_generation'), now() + ttl_ms * interval '1 millisecond' FROM x ORDER BY i
         ON CONFLICT (thread_id) DO UPDATE
           SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
           WHERE leases.expires_at <= now()
