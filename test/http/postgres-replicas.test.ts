@@ -242,6 +242,25 @@ describe("many chats at once (the adapter batches their writes)", () => {
   });
 });
 
+describe("a schema a later version extended", () => {
+  it("columns added later (NOT NULL with a default) keep their defaults under this version's writes, single and batched", async () => {
+    const schema = fresh();
+    await handle(schema); // the schema as this version makes it
+    const sql = admin(schema);
+    for (const table of ["threads", "messages", "runs", "leases", "approvals", "a2a_tasks"])
+      await sql.unsafe(`ALTER TABLE ${table} ADD COLUMN later text NOT NULL DEFAULT 'later'`);
+    const a = await replica(schema);
+    expect((await chat(a, { message: "one", thread_id: "later-0" })).res.status).toBe(200);
+    expect((await chat(a, { message: "two", thread_id: "later-0" })).res.status).toBe(200);
+    const many = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(a, { message: `m${i}`, thread_id: `later-${i + 1}` })));
+    for (const r of many) expect(r.events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+    const [runs] = await sql`SELECT count(*)::int AS n, count(*) FILTER (WHERE later = 'later' AND status = 'ok')::int AS ok FROM runs`;
+    expect(runs).toEqual({ n: 22, ok: 22 });
+    const [messages] = await sql`SELECT count(*)::int AS n FROM messages WHERE later = 'later'`;
+    expect(messages!.n).toBe(44);
+  });
+});
+
 describe("lease fencing (spec 8)", () => {
   let schema: string;
   let h: PostgresAdapters;

@@ -110,6 +110,13 @@ function claimedOf(r: Row, holder: string): Claimed {
   return { created: Boolean(r.created), row: threadOf(r), lease, started: Boolean(r.started) };
 }
 
+/** A run record's columns, named (columns a later version adds keep their defaults), and typed. */
+const RUN_FIELDS =
+  "run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage, created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by";
+const RUN_RECORD =
+  "run_id text, thread_id text, status text, error_type text, error_id text, principal_hash text, actor text, metadata jsonb, usage jsonb, " +
+  "created_at timestamptz, updated_at timestamptz, ended_at timestamptz, latency_ms integer, resumed_from text, resumed_by text";
+
 const RUN_COLUMNS: Record<string, string> = {
   status: "status",
   error_type: "error_type",
@@ -160,7 +167,8 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
       ),
       go AS (SELECT 1 FROM t, l WHERE t.created AND ${run !== undefined}::boolean),
       run AS (
-        INSERT INTO runs SELECT (jsonb_populate_record(null::runs, ${json(run ?? {})}::jsonb)).* WHERE EXISTS (SELECT 1 FROM go)
+        INSERT INTO runs (${sql.unsafe(RUN_FIELDS)})
+        SELECT r.* FROM jsonb_to_record(${json(run ?? {})}::jsonb) AS r(${sql.unsafe(RUN_RECORD)}) WHERE EXISTS (SELECT 1 FROM go)
       ),
       ins AS (
         INSERT INTO messages (thread_id, message)
@@ -194,7 +202,10 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
         RETURNING thread_id, generation
       ),
       go AS MATERIALIZED (SELECT x.i, x.thread_id, x.run, x.messages FROM x JOIN t USING (thread_id) JOIN l USING (thread_id) WHERE t.created AND x.start),
-      run AS (INSERT INTO runs SELECT (jsonb_populate_record(null::runs, go.run)).* FROM go ORDER BY go.i),
+      run AS (
+        INSERT INTO runs (${sql.unsafe(RUN_FIELDS)})
+        SELECT r.* FROM go CROSS JOIN LATERAL jsonb_to_record(go.run) AS r(${sql.unsafe(RUN_RECORD)}) ORDER BY go.i
+      ),
       ins AS (
         INSERT INTO messages (thread_id, message)
         SELECT go.thread_id, e.m FROM go CROSS JOIN LATERAL jsonb_array_elements(go.messages) WITH ORDINALITY AS e(m, n) ORDER BY go.i, e.n
