@@ -3,6 +3,7 @@
  * database test; `.ci/run` starts it if it is installed and down). Each run uses a schema of its
  * own, dropped afterwards.
  */
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPostgres } from "../../src/store/postgres/index.js";
 import { createLogger } from "../../src/observability/logger.js";
@@ -163,5 +164,67 @@ describe("postgres: writes that combine the store and the lease", () => {
     ).rejects.toThrow(/lease/);
     expect(await adapters.store.getMessages(id)).toHaveLength(1);
     expect((await adapters.store.getRun("r1"))!.status).toBe("ok");
+  });
+});
+
+describe("postgres: the lease table under churn, and how rows are found", () => {
+  const own = `contract_scan_${process.pid}_${Date.now().toString(36)}`;
+  const admin = postgres(TEST_DSN, { max: 1, onnotice: () => {}, connection: { search_path: own } });
+  afterAll(async () => {
+    await admin.end();
+    await dropSchemas([own]);
+  });
+  const at = new Date(Date.UTC(2026, 0, 1)).toISOString();
+  const row = (id: string) => ({ thread_id: id, owner: "o", actor: null, created_at: at, updated_at: at });
+  const run = (runId: string, threadId: string) => ({
+    run_id: runId, thread_id: threadId, status: "running" as const, error_type: null, error_id: null, principal_hash: "o", actor: null,
+    metadata: {}, usage: { input_tokens: 0, output_tokens: 0 }, created_at: at, updated_at: at, ended_at: null, latency_ms: null,
+    resumed_from: null, resumed_by: null,
+  });
+  const end = { status: "ok" as const, error_type: null, error_id: null, usage: { input_tokens: 1, output_tokens: 1 }, updated_at: at, ended_at: at, latency_ms: 1 };
+
+  it("a released lease stays as an expired row (no dead row per chat) and goes with its thread", async () => {
+    const h = await openPostgres({ dsn: TEST_DSN, min: 1, max: 4, schema: own, logger: createLogger({ level: "ERROR", format: "json", write: () => {} }), onHealth: () => {} });
+    try {
+      const lease = (await h.lease.acquire("kept", "h", 10_000))!;
+      await h.lease.release(lease);
+      expect(await h.lease.isHeld("kept")).toBe(false);
+      expect(await admin`SELECT holder, expires_at < now() AS expired FROM leases WHERE thread_id = 'kept'`).toEqual([{ holder: "h", expired: true }]);
+      const again = (await h.lease.acquire("kept", "h2", 10_000))!;
+      expect(again.generation).toBeGreaterThan(lease.generation);
+
+      await h.store.createThread(row("gone"));
+      const held = (await h.lease.acquire("gone", "h", 10_000))!;
+      expect(await h.store.deleteThread("gone")).toBe(true);
+      await h.lease.release(held);
+      expect(await admin`SELECT thread_id FROM leases WHERE thread_id = 'gone'`).toEqual([]);
+    } finally {
+      await h.store.close();
+    }
+  });
+
+  it("chats batched on tables the planner has never analyzed find their rows by key: no table scan of threads, runs or leases", async () => {
+    const h = await openPostgres({ dsn: TEST_DSN, min: 1, max: 10, schema: own, logger: createLogger({ level: "ERROR", format: "json", write: () => {} }), onHealth: () => {} });
+    const before = await admin`SELECT relname, seq_scan FROM pg_stat_user_tables WHERE schemaname = ${own}`;
+    try {
+      for (let round = 0; round < 3; round++) {
+        const ids = Array.from({ length: 30 }, (_, i) => `scan-${round}-${i}`);
+        const claims = await Promise.all(ids.map((id) => h.store.claimThread!(row(id), "h", 10_000, { run: run(`r-${id}`, id), messages: [{ id: "u", role: "user", content: "q" }] })));
+        await Promise.all(claims.map((c, i) => h.store.finishRun!(`r-${ids[i]}`, end, { messages: [{ id: "a", role: "assistant", content: "a" }], at }, c.lease!)));
+      }
+    } finally {
+      await h.store.close(); // its backends exit and report their counters
+    }
+    const scans = async () => {
+      const rows = await admin`SELECT relname, seq_scan, n_tup_ins FROM pg_stat_user_tables WHERE schemaname = ${own} AND relname IN ('threads', 'runs', 'leases')`;
+      return Object.fromEntries(rows.map((r) => [r.relname, { seq: Number(r.seq_scan) - Number(before.find((b) => b.relname === r.relname)?.seq_scan ?? 0), ins: Number(r.n_tup_ins) }]));
+    };
+    let seen = await scans();
+    for (let i = 0; i < 50 && (seen.runs?.ins ?? 0) < 90; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      seen = await scans();
+    }
+    expect(seen.runs!.ins).toBe(90);
+    expect({ threads: seen.threads!.seq, runs: seen.runs!.seq, leases: seen.leases!.seq }).toEqual({ threads: 0, runs: 0, leases: 0 });
   });
 });

@@ -347,7 +347,7 @@ describe("lease fencing (spec 8)", () => {
     const contents = (await h.store.getMessages("f2")).map((m) => m.content);
     expect(contents).toEqual(["before", "echo: before", "/sleep 900\nstalled", "/sleep 700\ntaken over", "echo: taken over"]);
     expect(contents.join("\n")).not.toContain("echo: stalled");
-    const [row] = await sql`SELECT count(*)::int AS n FROM leases WHERE thread_id = 'f2'`;
+    const [row] = await sql`SELECT count(*)::int AS n FROM leases WHERE thread_id = 'f2' AND expires_at > now()`;
     expect(row!.n).toBe(0);
   });
 

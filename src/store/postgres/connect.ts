@@ -142,5 +142,8 @@ const DDL = `
       generation bigint NOT NULL,
       expires_at timestamptz NOT NULL
     );
+    -- A released lease stays as an expired row (updated in place, not deleted): free room on
+    -- each page keeps those updates on the page, so a busy lease table leaves nothing to vacuum.
+    ALTER TABLE leases SET (fillfactor = 50);
     CREATE SEQUENCE IF NOT EXISTS lease_generation;
 `;

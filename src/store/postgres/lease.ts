@@ -1,7 +1,9 @@
 /**
- * The thread lease on PostgreSQL (spec 8): one row per leased thread, shared by every replica,
- * timed by the database's clock so replicas need not agree on theirs. Each acquisition draws a
- * new generation, which fenced writes carry.
+ * The thread lease on PostgreSQL (spec 8): a row per thread, shared by every replica, timed by
+ * the database's clock so replicas need not agree on theirs. Each acquisition draws a new
+ * generation, which fenced writes carry. A release expires the row in place rather than deleting
+ * it: a lease taken and released for every chat would otherwise leave a dead row per chat, and
+ * every lookup would wade through them until the next vacuum. The row goes with its thread.
  */
 import type { LeaseHandle, ThreadLease } from "../ports.js";
 import type { Sql } from "./connect.js";
@@ -27,7 +29,7 @@ export function createPostgresLease(sql: Sql, guard: Guard): ThreadLease {
       return rows.length > 0;
     }),
     release: (handle) => guard(async () => {
-      await sql`DELETE FROM leases WHERE thread_id = ${handle.threadId} AND generation = ${handle.generation}`;
+      await sql`UPDATE leases SET expires_at = '-infinity' WHERE thread_id = ${handle.threadId} AND generation = ${handle.generation}`;
     }),
     isHeld: (threadId) => guard(async () => {
       const rows = await sql`SELECT 1 FROM leases WHERE thread_id = ${threadId} AND expires_at > now()`;

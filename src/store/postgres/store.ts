@@ -4,6 +4,10 @@
  * lease generation and the database refuses them once the lease moved on (fencing), so a
  * replica that stalled and lost its lease cannot overwrite the new holder's state. Text is
  * stored with U+FFFD in place of U+0000 (PostgreSQL text cannot hold NUL).
+ *
+ * A statement that locks both a thread's lease row and its thread row takes the lease row first
+ * (a CTE the thread's write waits on with `(SELECT count(*) FROM l) >= 0`), so two such
+ * statements never wait on each other in a circle.
  */
 import type { TaskRecord } from "../../a2a/types.js";
 import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
@@ -145,25 +149,39 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
       logger.warning("batched write failed, retried one by one", { kind, size, error_code: String((error as { code?: unknown }).code ?? "none") }),
   });
 
+  /**
+   * Releases the leases of `pairs` (thread_id, generation) where they still hold, answering
+   * (thread_id, generation, held) per pair: an upsert, so each row is found through the lease's unique index
+   * whatever the planner thinks of the table. A pair whose row is gone (its thread was deleted)
+   * leaves an expired row behind, which the thread id reuses if it ever comes back.
+   */
+  const release = (pairs: ReturnType<Sql>) => sql`
+    INSERT INTO leases (thread_id, holder, generation, expires_at)
+    SELECT p.thread_id, '', p.generation, '-infinity' FROM (${pairs}) AS p(thread_id, generation)
+    ON CONFLICT (thread_id) DO UPDATE SET expires_at = '-infinity'
+      WHERE leases.generation = excluded.generation AND leases.expires_at > now()
+    RETURNING thread_id, generation, (xmax <> 0) AS held`;
+
   // A chat's two writes, batched across chats under load (batch.ts); the single forms serve a
   // quiet service and the fallback.
   const claimOne = async ({ row, holder, ttlMs, start }: Claim): Promise<Claimed> => {
     const run = start?.run;
     // The run and its messages go in only where this statement made the thread and leased it.
     const [r] = await sql`
-      WITH t AS (
-        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
-        VALUES (${row.thread_id}, ${row.owner}, ${row.actor}, ${row.created_at}, ${row.updated_at})
-        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
-        RETURNING *, (xmax = 0) AS created
-      ),
-      l AS (
+      WITH l AS (
         INSERT INTO leases (thread_id, holder, generation, expires_at)
         VALUES (${row.thread_id}, ${holder}, nextval('lease_generation'), now() + ${ttlMs} * interval '1 millisecond')
         ON CONFLICT (thread_id) DO UPDATE
           SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
           WHERE leases.expires_at <= now()
         RETURNING generation
+      ),
+      t AS (
+        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
+        SELECT ${row.thread_id}::text, ${row.owner}::text, ${row.actor}::text, ${row.created_at}::timestamptz, ${row.updated_at}::timestamptz
+        WHERE (SELECT count(*) FROM l) >= 0
+        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
+        RETURNING *, (xmax = 0) AS created
       ),
       go AS (SELECT 1 FROM t, l WHERE t.created AND ${run !== undefined}::boolean),
       run AS (
@@ -187,12 +205,6 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
         SELECT * FROM jsonb_to_recordset(${json(items)}::jsonb) AS x(i int, thread_id text, owner text, actor text,
           created_at timestamptz, updated_at timestamptz, holder text, ttl_ms int, start boolean, run jsonb, messages jsonb)
       ),
-      t AS (
-        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
-        SELECT thread_id, owner, actor, created_at, updated_at FROM x ORDER BY i
-        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
-        RETURNING *, (xmax = 0) AS created
-      ),
       l AS (
         INSERT INTO leases (thread_id, holder, generation, expires_at)
         SELECT thread_id, holder, nextval('lease_generation'), now() + ttl_ms * interval '1 millisecond' FROM x ORDER BY i
@@ -200,6 +212,12 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
           SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
           WHERE leases.expires_at <= now()
         RETURNING thread_id, generation
+      ),
+      t AS (
+        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
+        SELECT thread_id, owner, actor, created_at, updated_at FROM x WHERE (SELECT count(*) FROM l) >= 0 ORDER BY i
+        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
+        RETURNING *, (xmax = 0) AS created
       ),
       go AS MATERIALIZED (SELECT x.i, x.thread_id, x.run, x.messages FROM x JOIN t USING (thread_id) JOIN l USING (thread_id) WHERE t.created AND x.start),
       run AS (
@@ -219,7 +237,8 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
 
   const finishOne = async ({ runId, end, append, lease }: Finish): Promise<boolean> => {
     const [r] = await sql`
-      WITH fence AS (SELECT 1 FROM leases WHERE thread_id = ${lease.threadId} AND generation = ${lease.generation} AND expires_at > now()),
+      WITH rel AS (${release(sql`VALUES (${lease.threadId}::text, ${lease.generation}::bigint)`)}),
+      fence AS (SELECT 1 FROM rel WHERE held),
       ins AS (
         INSERT INTO messages (thread_id, message)
         SELECT ${lease.threadId}, m FROM jsonb_array_elements(${json(append.messages)}) WITH ORDINALITY AS t(m, n)
@@ -230,8 +249,7 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
         UPDATE runs SET status = ${end.status}, error_type = ${end.error_type}, error_id = ${end.error_id}, usage = ${json(end.usage)},
           updated_at = ${end.updated_at}, ended_at = ${end.ended_at}, latency_ms = ${end.latency_ms}
         WHERE run_id = ${runId} AND EXISTS (SELECT 1 FROM fence)
-      ),
-      rel AS (DELETE FROM leases WHERE thread_id = ${lease.threadId} AND generation = ${lease.generation})
+      )
       SELECT EXISTS (SELECT 1 FROM fence) AS held`;
     return Boolean(r!.held);
   };
@@ -245,9 +263,10 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
           status text, error_type text, error_id text, usage jsonb, updated_at timestamptz, ended_at timestamptz, latency_ms int,
           at timestamptz, messages jsonb)
       ),
-      ok AS MATERIALIZED (
-        SELECT x.* FROM x JOIN leases l ON l.thread_id = x.thread_id AND l.generation = x.generation AND l.expires_at > now()
-      ),
+      rel AS (${release(sql`SELECT thread_id, generation FROM x ORDER BY i`)}),
+      -- Joined on the whole pair, the planner expects few rows here: the updates below then look
+      -- each row up by its key however small (or unanalyzed) the tables were when it planned.
+      ok AS MATERIALIZED (SELECT x.* FROM x JOIN rel ON rel.thread_id = x.thread_id AND rel.generation = x.generation WHERE rel.held),
       ins AS (
         INSERT INTO messages (thread_id, message)
         SELECT ok.thread_id, e.m FROM ok CROSS JOIN LATERAL jsonb_array_elements(ok.messages) WITH ORDINALITY AS e(m, n) ORDER BY ok.i, e.n
@@ -257,8 +276,7 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
         UPDATE runs r SET status = ok.status, error_type = ok.error_type, error_id = ok.error_id, usage = ok.usage,
           updated_at = ok.updated_at, ended_at = ok.ended_at, latency_ms = ok.latency_ms
         FROM ok WHERE r.run_id = ok.run_id
-      ),
-      rel AS (DELETE FROM leases l USING x WHERE l.thread_id = x.thread_id AND l.generation = x.generation)
+      )
       SELECT i FROM ok`;
     const held = new Set(rows.map((r) => r.i as number));
     return finishes.map((_, i) => held.has(i));
@@ -294,7 +312,9 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
       return rows.map((r) => r.thread_id as string);
     }),
     deleteThread: (id) => guard(async () => {
-      const rows = await sql`DELETE FROM threads WHERE thread_id = ${id} RETURNING 1`;
+      const rows = await sql`
+        WITH l AS (DELETE FROM leases WHERE thread_id = ${id} RETURNING 1)
+        DELETE FROM threads WHERE thread_id = ${id} AND (SELECT count(*) FROM l) >= 0 RETURNING 1`;
       return rows.length > 0;
     }),
     getMessages: (id) => guard(async () => {
