@@ -151,9 +151,9 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, opti
 
   /**
    * Releases the leases of `pairs` (thread_id, generation) where they still hold, answering
-   * (thread_id, generation, held) per pair: an upsert, so each row is found through the lease's unique index
-   * whatever the planner thinks of the table. A pair whose row is gone (its thread was deleted)
-   * leaves an expired row behind, which the thread id reuses if it ever comes back.
+   * (thread_id, generation, held) per pair: an upsert, so each row is found through the lease's
+   * unique index whatever the planner thinks of the table. A pair whose row is gone (its thread
+   * was deleted) leaves an expired row behind, which the thread id reuses if it ever comes back.
    */
   const release = (pairs: ReturnType<Sql>) => sql`
     INSERT INTO leases (thread_id, holder, generation, expires_at)
