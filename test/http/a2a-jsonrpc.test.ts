@@ -5,10 +5,11 @@
  */
 import { createServer, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { AuthError, type CustomAuthPolicy, type CustomPrincipal, defineTool } from "../../src/index.js";
+import { AuthError, type CustomAuthPolicy, type CustomPrincipal } from "../../src/index.js";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import { chat, KEY, makeApp, parseSse, readUntil, type TestApp, waitFor } from "../helpers.js";
+import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
 
 type Fetcher = { fetch(r: Request): Promise<Response> };
 type Json = Record<string, any>;
@@ -90,28 +91,7 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((r) => upstream.close(() => r())));
 
-const POLICY = (approvers = "[requester]") => `
-apis:
-  orders:
-    base_url_env: ORDERS_URL
-    auth: none
-    allowed_methods: [GET, POST]
-    approval:
-      required_for: { methods: [POST] }
-      approvers: ${approvers}
-      timeout_s: 60
-`;
-const createOrder = defineTool({
-  name: "create_order",
-  description: "creates an order",
-  parameters: { type: "object", properties: { item: { type: "string" } } },
-  calls: [{ api: "orders", method: "POST", path: "/orders" }],
-  run: async (args, ctx) => {
-    const res = await ctx.api.request("orders", { method: "POST", path: "/orders", body: { item: args.item ?? "book" } });
-    return { status: res.status, body: res.body };
-  },
-});
-const GATED = '/call create_order {"item":"book"}';
+const POLICY = (approvers = "[requester]") => ordersPolicy({ approvers, timeoutS: 60 });
 
 // ---- custom auth: a user directly, through two agents, and strangers --------------------------
 

@@ -8,11 +8,11 @@
  */
 import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineTool } from "../../src/index.js";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { LeaseLost } from "../../src/store/postgres/store.js";
 import { chat, get, makeApp, parseSse, post, readUntil, waitFor, type TestApp } from "../helpers.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
+import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
 import { recordingUpstream } from "../support/upstream.js";
 
 /** Schemas, apps, handles and clients made here; closed and dropped in afterAll. */
@@ -20,35 +20,12 @@ const pg = scratchDatabase();
 const { fresh, handle, admin } = pg;
 
 // ---------------------------------------------------------------------------------------------
-// a loopback upstream that counts requests, and a tool whose POST the policy gates
+// a loopback upstream that counts requests, and create_order, whose POST the policy gates
 
 const upstream = recordingUpstream();
 const hits = upstream.hits;
 
-const POLICY = `
-apis:
-  orders:
-    base_url_env: ORDERS_URL
-    auth: none
-    allowed_methods: [GET, POST]
-    approval:
-      required_for: { methods: [POST] }
-      approvers: [requester]
-      timeout_s: 600
-`;
-
-const createOrder = defineTool({
-  name: "create_order",
-  description: "creates an order",
-  parameters: { type: "object", properties: { item: { type: "string" } } },
-  calls: [{ api: "orders", method: "POST", path: "/orders" }],
-  run: async (args, ctx) => {
-    const res = await ctx.api.request("orders", { method: "POST", path: "/orders", body: { item: args.item ?? "book" } });
-    return { status: res.status, body: res.body };
-  },
-});
-
-const GATED = '/call create_order {"item":"book"}';
+const POLICY = ordersPolicy();
 
 // ---------------------------------------------------------------------------------------------
 // helpers

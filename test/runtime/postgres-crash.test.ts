@@ -13,12 +13,12 @@ import { fileURLToPath } from "node:url";
 import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Deps } from "../../src/deps.js";
-import { defineTool } from "../../src/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { parseSettings } from "../../src/settings/parse.js";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { sweepRetention } from "../../src/store/retention.js";
 import { chat, get, KEY, makeApp, post, readUntil, waitFor, type TestApp } from "../helpers.js";
+import { createOrder, ordersPolicy } from "../support/orders.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
 import { empty, recordingUpstream } from "../support/upstream.js";
 
@@ -387,24 +387,7 @@ describe("a database that stops answering on open connections", () => {
 describe("retention (RETENTION_DAYS=1)", () => {
   const upstream = recordingUpstream(empty);
 
-  const POLICY = `
-apis:
-  orders:
-    base_url_env: ORDERS_URL
-    auth: none
-    allowed_methods: [POST]
-    approval:
-      required_for: { methods: [POST] }
-      approvers: [requester]
-      timeout_s: 600
-`;
-  const createOrder = defineTool({
-    name: "create_order",
-    description: "creates an order",
-    parameters: { type: "object", properties: {} },
-    calls: [{ api: "orders", method: "POST", path: "/orders" }],
-    run: async (_args, ctx) => (await ctx.api.request("orders", { method: "POST", path: "/orders", body: {} })).status,
-  });
+  const POLICY = ordersPolicy({ methods: ["POST"] });
 
   it("deletes threads idle more than a day with their messages, runs and approvals; skips a thread whose lease is held; keeps recent ones", async () => {
     const schema = fresh();

@@ -1,0 +1,34 @@
+/**
+ * The gated `orders` API that approval tests share: a policy whose POST waits for a decision, and
+ * `create_order`, a tool that POSTs `{ item }` (default "book") and answers the upstream's status
+ * and body. Point ORDERS_URL at a recording upstream (./upstream.ts).
+ */
+import { defineTool } from "../../src/index.js";
+
+export function ordersPolicy(options: { approvers?: string; methods?: readonly string[]; timeoutS?: number } = {}): string {
+  return `
+apis:
+  orders:
+    base_url_env: ORDERS_URL
+    auth: none
+    allowed_methods: [${(options.methods ?? ["GET", "POST"]).join(", ")}]
+    approval:
+      required_for: { methods: [POST] }
+      approvers: ${options.approvers ?? "[requester]"}
+      timeout_s: ${options.timeoutS ?? 600}
+`;
+}
+
+export const createOrder = defineTool({
+  name: "create_order",
+  description: "creates an order",
+  parameters: { type: "object", properties: { item: { type: "string" } } },
+  calls: [{ api: "orders", method: "POST", path: "/orders" }],
+  run: async (args, ctx) => {
+    const res = await ctx.api.request("orders", { method: "POST", path: "/orders", body: { item: args.item ?? "book" } });
+    return { status: res.status, body: res.body };
+  },
+});
+
+/** A chat message that makes the fake model call create_order, which then waits for a decision. */
+export const GATED = '/call create_order {"item":"book"}';
