@@ -137,10 +137,10 @@ const RUN_COLUMNS: Record<string, string> = {
   resumed_by: "resumed_by",
 };
 
-export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger, options: { readonly inFlight?: number } = {}): Store {
+export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Store {
   const json = (v: unknown) => sql.json((hasNul(v) ? withoutNul(v) : v) as never);
   const batching = (kind: string) => ({
-    inFlight: options.inFlight ?? 2,
+    inFlight: 2,
     max: 64,
     // The guard's deadline once the database is known down (3 s while it is up).
     maxWaitMs: 2_000,
