@@ -1,5 +1,6 @@
 /** Shared test helpers: an app on the fake model and an SSE reader for /chat responses. */
 import { createApp, type CreateAppOptions } from "../src/index.js";
+import { decodeSse } from "../src/sse-decode.js";
 
 export const KEY = "test-key-0123456789";
 
@@ -36,20 +37,9 @@ export function get(path: string, headers: Record<string, string> = {}): Request
   return new Request(`http://test${path}`, { headers: { Authorization: `Bearer ${KEY}`, ...headers } });
 }
 
-/** Parses a whole SSE body into events (comments are returned as event ":"). */
+/** Parses an SSE body into events (comments and a last event without its blank line are dropped). */
 export function parseSse(text: string): SseEvent[] {
-  const out: SseEvent[] = [];
-  for (const frame of text.split("\n\n")) {
-    if (frame.trim() === "") continue;
-    if (frame.startsWith(":")) {
-      out.push({ event: ":", data: {} });
-      continue;
-    }
-    const event = /^event: (.*)$/m.exec(frame)?.[1] ?? "message";
-    const data = /^data: (.*)$/m.exec(frame)?.[1] ?? "{}";
-    out.push({ event, data: JSON.parse(data) });
-  }
-  return out;
+  return decodeSse(text).map(({ event, data }) => ({ event, data: JSON.parse(data) }));
 }
 
 /** POST /chat and read the whole stream. */
@@ -68,9 +58,9 @@ export async function readUntil(res: Response, predicate: (events: SseEvent[]) =
     const { done, value } = await reader.read();
     if (done) break;
     text += decoder.decode(value, { stream: true });
-    if (predicate(parseSse(text.slice(0, text.lastIndexOf("\n\n") + 2)))) break;
+    if (predicate(parseSse(text))) break;
   }
-  return { reader, events: parseSse(text.slice(0, text.lastIndexOf("\n\n") + 2)), text };
+  return { reader, events: parseSse(text), text };
 }
 
 export const answerText = (events: SseEvent[]) =>

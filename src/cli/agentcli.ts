@@ -17,6 +17,7 @@
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { sseEvents } from "../sse-decode.js";
 
 const USAGE = `usage: agentcli <chat MESSAGE | threads | messages THREAD_ID | delete THREAD_ID>
   [--url URL] [--thread ID] [--limit N] [--offset N] [--header 'Name: value']... [--cookie name=value]... [--json]
@@ -114,28 +115,19 @@ async function printJson(res: Response, out: (s: string) => void): Promise<numbe
 }
 
 async function streamChat(res: Response, raw: boolean, out: (s: string) => void): Promise<number> {
-  const decoder = new TextDecoder();
-  let buffer = "";
   let code = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (frame.startsWith(":")) continue;
-      const event = /^event: (.*)$/m.exec(frame)?.[1];
-      const data = JSON.parse(/^data: (.*)$/m.exec(frame)?.[1] ?? "{}") as Record<string, unknown>;
-      if (raw) out(`${JSON.stringify({ event, data })}\n`);
-      else if (event === "message.delta") out(String(data.text));
-      else if (event === "tool.call") out(`\n[tool ${String(data.name)} ${JSON.stringify(data.args)}]\n`);
-      else if (event === "tool.result") out(`[${data.is_error ? "failed" : "result"}: ${String(data.result)}]\n`);
-      else if (event === "message.start") process.stderr.write(`thread ${String(data.thread_id)}\n`);
-      else if (event === "message.end") out(data.status === "ok" ? "\n" : `\n[${String(data.status)}]\n`);
-      if (event === "error") {
-        if (!raw) process.stderr.write(`agentcli: ${String(data.code)}: ${String(data.message)}\n`);
-        code = 1;
-      }
+  for await (const frame of sseEvents(res.body)) {
+    const event = frame.event;
+    const data = JSON.parse(frame.data) as Record<string, unknown>;
+    if (raw) out(`${JSON.stringify({ event, data })}\n`);
+    else if (event === "message.delta") out(String(data.text));
+    else if (event === "tool.call") out(`\n[tool ${String(data.name)} ${JSON.stringify(data.args)}]\n`);
+    else if (event === "tool.result") out(`[${data.is_error ? "failed" : "result"}: ${String(data.result)}]\n`);
+    else if (event === "message.start") process.stderr.write(`thread ${String(data.thread_id)}\n`);
+    else if (event === "message.end") out(data.status === "ok" ? "\n" : `\n[${String(data.status)}]\n`);
+    if (event === "error") {
+      if (!raw) process.stderr.write(`agentcli: ${String(data.code)}: ${String(data.message)}\n`);
+      code = 1;
     }
   }
   return code;

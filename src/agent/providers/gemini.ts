@@ -7,6 +7,7 @@
 import { ModelError } from "../../errors.js";
 import { sleep } from "../../clock.js";
 import type { JsonValue } from "../../json.js";
+import { sseEvents } from "../../sse-decode.js";
 import type { Message } from "../../store/ports.js";
 import type { Model, ModelEvent, ModelRequest, ProviderOptions, ToolSpec } from "../model.js";
 
@@ -110,9 +111,11 @@ export function createGeminiModel(options: ProviderOptions): Model {
       let outputTokens = 0;
       let sawUsage = false;
       let seq = 0;
-      const reader = response.body.getReader();
       try {
-        for await (const data of sseData(reader)) {
+        // An event cut off by the end of the stream is still read: half a chunk fails as malformed.
+        for await (const { data } of sseEvents(response.body, { dispatchUnterminated: true })) {
+          const trimmed = data.trim();
+          if (!trimmed || trimmed === "[DONE]") continue;
           control.resume();
           let chunk: GeminiChunk;
           try {
@@ -146,7 +149,6 @@ export function createGeminiModel(options: ProviderOptions): Model {
         throw new ModelError(`gemini request failed: ${control.timedOut ? "timeout" : "stream interrupted"}`, { cause: error });
       } finally {
         control.dispose();
-        reader.cancel().catch(() => {});
       }
       if (sawUsage) yield { type: "usage", input_tokens: inputTokens, output_tokens: outputTokens };
     },
@@ -265,46 +267,6 @@ async function readSnippet(response: Response): Promise<string> {
   } catch {
     return "";
   }
-}
-
-/** The `data` of each server-sent event (multi-line data joined with newlines). */
-async function* sseData(reader: ReadableStreamDefaultReader<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let data: string[] = [];
-  const flushLine = function* (line: string): Generator<string> {
-    if (line === "") {
-      if (data.length > 0) {
-        const joined = data.join("\n");
-        data = [];
-        if (joined.trim() && joined.trim() !== "[DONE]") yield joined;
-      }
-      return;
-    }
-    if (line.startsWith(":")) return;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? "" : line.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") data.push(value);
-  };
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let nl: number;
-    while ((nl = buffer.search(/\r\n|\r|\n/)) >= 0) {
-      const line = buffer.slice(0, nl);
-      const sepLength = buffer.startsWith("\r\n", nl) ? 2 : 1;
-      // A lone "\r" at the end of the buffer may be the first half of "\r\n": wait for more.
-      if (buffer[nl] === "\r" && sepLength === 1 && nl === buffer.length - 1) break;
-      buffer = buffer.slice(nl + sepLength);
-      yield* flushLine(line);
-    }
-  }
-  buffer += decoder.decode();
-  if (buffer) yield* flushLine(buffer);
-  yield* flushLine("");
 }
 
 function randomId(): string {
