@@ -20,29 +20,21 @@ import autocannon from "autocannon";
 import { Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk";
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2a-js/sdk/server";
 import { createApp } from "../dist/index.js";
+import { benchOptions } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
 
-function parseArgs(argv) {
-  const opts = { seconds: 10, connections: 50, warmup: 1 };
-  for (let i = 0; i < argv.length; i++) {
-    let [flag, value] = argv[i].split("=", 2);
-    if (flag === "--help" || flag === "-h") {
-      process.stdout.write("usage: node scripts/bench-a2a.mjs [--seconds 10] [--connections 50] [--warmup 1]\n");
-      process.exit(0);
-    }
-    const key = { "--seconds": "seconds", "--connections": "connections", "--warmup": "warmup" }[flag];
-    if (!key) throw new Error(`unknown option ${flag}`);
-    if (value === undefined) value = argv[++i];
-    const n = Number(value);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a number`);
-    opts[key] = n;
-  }
+function options(argv) {
+  const opts = benchOptions(argv, {
+    name: "bench-a2a",
+    usage: "usage: node scripts/bench-a2a.mjs [--seconds 10] [--connections 50] [--warmup 1]\n",
+    numbers: { seconds: 10, connections: 50, warmup: 1 },
+  });
   opts.connections = Math.max(1, Math.floor(opts.connections));
   return opts;
 }
-const opts = parseArgs(process.argv.slice(2));
+const opts = options(process.argv.slice(2));
 const budgetMs = (opts.warmup + opts.seconds) * 4 * 1000 + 3 * 60 * 1000;
 setTimeout(() => {
   process.stderr.write(`bench-a2a: gave up after ${Math.round(budgetMs / 1000)} s\n`);

@@ -29,16 +29,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { autocannonInWorker, closeServer, listen, loadDist, log, median, parseArgs, runMain, watchdog } from "./lib/bench.mjs";
+import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, median, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
 
 function options(argv) {
-  const opts = parseArgs(argv, {
+  const opts = benchOptions(argv, {
+    name: "bench-auth",
     usage: "usage: node scripts/bench-auth.mjs [--seconds 10] [--connections 50] [--warmup 1] [--tokens 12000] [--rounds 1]\n",
-    defaults: { seconds: 10, connections: 50, warmup: 1, tokens: 12_000, rounds: 1 },
-    numbers: { "--seconds": "seconds", "--connections": "connections", "--warmup": "warmup", "--tokens": "tokens", "--rounds": "rounds" },
+    numbers: { seconds: 10, connections: 50, warmup: 1, tokens: 12_000, rounds: 1 },
   });
   opts.seconds = Math.max(1, Math.floor(opts.seconds));
   opts.connections = Math.max(1, Math.floor(opts.connections));

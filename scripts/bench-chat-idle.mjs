@@ -5,8 +5,12 @@
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
+import { parseCommandLine, usageError } from "./lib/args.mjs";
 
-const mode = process.argv[2];
+const USAGE = "usage: node scripts/bench-chat-idle.mjs service|bare (forked by scripts/bench-chat.mjs with an IPC channel)\n";
+const { positionals } = parseCommandLine(process.argv.slice(2), { name: "bench-chat-idle", usage: USAGE, positionals: true });
+if (positionals.length !== 1 || !["service", "bare"].includes(positionals[0])) usageError("bench-chat-idle", USAGE, "needs one mode: service or bare");
+const mode = positionals[0];
 if (!process.send) {
   process.stderr.write("bench-chat-idle.mjs is started by scripts/bench-chat.mjs (needs an IPC channel)\n");
   process.exit(2);
@@ -39,11 +43,8 @@ if (mode === "service") {
     env: { API_KEY: "bench", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_LEVEL: "WARNING", RUN_TIMEOUT_S: "600" },
     logWrite: () => {},
   });
-} else if (mode === "bare") {
-  app = bareIdleApp();
 } else {
-  process.stderr.write(`unknown mode ${mode}\n`);
-  process.exit(2);
+  app = bareIdleApp();
 }
 
 const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, (info) => {

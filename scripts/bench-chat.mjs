@@ -28,41 +28,20 @@ import { fileURLToPath } from "node:url";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
-import { autocannonInWorker, closeServer, listen, loadDist, log, median, parseArgs, percentile, runMain, watchdog } from "./lib/bench.mjs";
+import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
 
 function options(argv) {
-  const opts = parseArgs(argv, {
+  const opts = benchOptions(argv, {
+    name: "bench-chat",
     usage:
       "usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n" +
       "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200] [--rounds 3]]\n",
-    defaults: {
-      seconds: 10,
-      connections: 50,
-      warmup: 1,
-      samples: 200,
-      sampleConcurrency: 20,
-      streams: 10_000,
-      skipIdle: false,
-      sql: false,
-      dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test",
-      turns: 200,
-      rounds: 3,
-    },
-    numbers: {
-      "--seconds": "seconds",
-      "--connections": "connections",
-      "--warmup": "warmup",
-      "--samples": "samples",
-      "--sample-concurrency": "sampleConcurrency",
-      "--streams": "streams",
-      "--turns": "turns",
-      "--rounds": "rounds",
-    },
-    switches: { "--skip-idle": "skipIdle", "--sql": "sql" },
-    strings: { "--dsn": ["dsn", "a connection string"] },
+    numbers: { seconds: 10, connections: 50, warmup: 1, samples: 200, "sample-concurrency": 20, streams: 10_000, turns: 200, rounds: 3 },
+    switches: ["skip-idle", "sql"],
+    strings: { dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test" },
   });
   opts.connections = Math.max(1, Math.floor(opts.connections));
   opts.samples = Math.max(1, Math.floor(opts.samples));

@@ -22,16 +22,16 @@ import { createPolicyClient } from "../src/policy/client.ts";
 import { loadPolicy } from "../src/policy/document.ts";
 import { describeCall, judge } from "../src/policy/judge.ts";
 import { preparePolicy } from "../src/policy/setup.ts";
-import { closeServer, log, median, parseArgs, percentile, runMain, watchdog } from "./lib/bench.mjs";
+import { benchOptions, closeServer, log, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
 
 function options(argv) {
-  const opts = parseArgs(argv, {
+  const opts = benchOptions(argv, {
+    name: "bench-policy",
     usage: "usage: npx tsx scripts/bench-policy.mjs [--seconds 2] [--warmup 0.5] [--calls 10000] [--n 2000] [--rounds 5] [--warmup-calls 1000]\n",
-    defaults: { seconds: 2, warmup: 0.5, calls: 10_000, n: 2000, rounds: 5, warmupCalls: 1000 },
-    numbers: { "--seconds": "seconds", "--warmup": "warmup", "--calls": "calls", "--n": "n", "--rounds": "rounds", "--warmup-calls": "warmupCalls" },
+    numbers: { seconds: 2, warmup: 0.5, calls: 10_000, n: 2000, rounds: 5, "warmup-calls": 1000 },
   });
   opts.calls = Math.max(1, Math.floor(opts.calls));
   opts.n = Math.max(1, Math.floor(opts.n));

@@ -23,6 +23,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createApp, createJudge, gradeAnswer } from "../dist/index.js";
+import { parseCommandLine } from "./lib/args.mjs";
 
 const USAGE = `Usage: npm run eval -- [--dataset PATH] [--json]
 
@@ -36,36 +37,14 @@ const DEFAULT_DATASET = fileURLToPath(new URL("./eval-dataset.json", import.meta
 const ANSWER_CHARS = 40;
 const REASON_CHARS = 60;
 
-function usageError(message) {
-  process.stderr.write(`eval: ${message}\n\n${USAGE}`);
-  process.exit(2);
-}
-
 function fail(message) {
   process.stderr.write(`eval: ${message}\n`);
   process.exit(2);
 }
 
-function parseArgs(argv) {
-  const options = { dataset: DEFAULT_DATASET, json: false };
-  let datasetGiven = false;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--") continue;
-    if (arg === "--help" || arg === "-h") {
-      process.stdout.write(USAGE);
-      process.exit(0);
-    }
-    if (arg === "--json") options.json = true;
-    else if (arg === "--dataset" || arg.startsWith("--dataset=")) {
-      if (datasetGiven) usageError("--dataset is given twice");
-      const value = arg === "--dataset" ? argv[++i] : arg.slice("--dataset=".length);
-      if (value === undefined || value === "" || (arg === "--dataset" && value.startsWith("--"))) usageError("--dataset needs a value");
-      options.dataset = value;
-      datasetGiven = true;
-    } else usageError(`unknown argument ${arg}`);
-  }
-  return options;
+function parseOptions(argv) {
+  const { values } = parseCommandLine(argv, { name: "eval", usage: USAGE, options: { dataset: { type: "string" }, json: { type: "boolean" } } });
+  return { dataset: values.dataset ?? DEFAULT_DATASET, json: values.json === true };
 }
 
 function readDataset(path) {
@@ -155,7 +134,7 @@ function printTable(rows) {
 }
 
 async function main() {
-  const options = parseArgs(process.argv.slice(2));
+  const options = parseOptions(process.argv.slice(2));
   const cases = readDataset(options.dataset);
 
   const apiKey = randomBytes(24).toString("base64url");

@@ -16,6 +16,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { checkPolicy } from "../dist/index.js";
+import { parseCommandLine, usageError as usageErrorOf } from "./lib/args.mjs";
 
 const USAGE = `Usage: npm run policy:check -- [--policy PATH] [--env-file PATH] [--tools MODULE]
 
@@ -28,30 +29,15 @@ const USAGE = `Usage: npm run policy:check -- [--policy PATH] [--env-file PATH] 
 Exit codes: 0 clean, 3 policy problems, 2 usage error.
 `;
 
-function usageError(message) {
-  process.stderr.write(`policy:check: ${message}\n\n${USAGE}`);
-  process.exit(2);
-}
+const usageError = (message) => usageErrorOf("policy:check", USAGE, message);
 
-function parseArgs(argv) {
-  const options = {};
-  const names = { "--policy": "policy", "--env-file": "envFile", "--tools": "tools" };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--help" || arg === "-h") {
-      process.stdout.write(USAGE);
-      process.exit(0);
-    }
-    const eq = arg.indexOf("=");
-    const flag = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
-    const key = names[flag];
-    if (!key) usageError(`unknown argument ${arg}`);
-    if (options[key] !== undefined) usageError(`${flag} is given twice`);
-    const value = eq > 0 && flag !== arg ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined || value === "" || (flag === arg && value.startsWith("--"))) usageError(`${flag} needs a value`);
-    options[key] = value;
-  }
-  return options;
+function parseOptions(argv) {
+  const { values } = parseCommandLine(argv, {
+    name: "policy:check",
+    usage: USAGE,
+    options: { policy: { type: "string" }, "env-file": { type: "string" }, tools: { type: "string" } },
+  });
+  return { policy: values.policy, envFile: values["env-file"], tools: values.tools };
 }
 
 /** KEY=value lines, `#` comments, optional `export `, single or double quotes (as the service reads .env). */
@@ -114,8 +100,8 @@ async function loadTools(specifier) {
 async function main() {
   // package.json runs `node scripts/policy-check.mjs -- ...`: on Node 20 a script argument
   // --env-file naming a missing file is otherwise taken by node itself (nodejs/node#54232).
-  const argv = process.argv.slice(2);
-  const options = parseArgs(argv[0] === "--" ? argv.slice(1) : argv);
+  // parseCommandLine drops that leading `--`.
+  const options = parseOptions(process.argv.slice(2));
   const env = readEnv(options);
   const tools = options.tools === undefined ? undefined : await loadTools(options.tools);
 

@@ -3,42 +3,28 @@
 // wrapper that sets the exit code.
 import { serve } from "@hono/node-server";
 import autocannon from "autocannon";
+import { numberOption, parseCommandLine } from "./args.mjs";
 
 /** One line on stdout. */
 export const log = (line) => process.stdout.write(`${line}\n`);
 
 /**
- * Parses `--flag value` and `--flag=value`. `numbers` maps a flag to the key of a number (finite,
- * >= 0), `switches` a flag to a key set to true, `strings` a flag to `[key, what]` (a non-empty
- * value; `what` names it in the error). `--help` / `-h` prints `usage` and exits 0; any other flag
- * throws. Returns a copy of `defaults` with what was given; clamping is the caller's.
+ * The options of a benchmark, parsed strictly (scripts/lib/args.mjs: bad usage exits 2 with
+ * `usage`, `--help` prints it). `numbers` maps a flag (without `--`) to its default (a given value
+ * must be a finite number >= 0), `strings` a flag to its default, `switches` lists boolean flags.
+ * Returns every option under its camelCase key (`--sample-concurrency` -> `sampleConcurrency`);
+ * clamping is the caller's.
  */
-export function parseArgs(argv, { usage, defaults, numbers = {}, switches = {}, strings = {} }) {
-  const opts = { ...defaults };
-  for (let i = 0; i < argv.length; i++) {
-    let [flag, value] = argv[i].split("=", 2);
-    if (flag === "--help" || flag === "-h") {
-      process.stdout.write(usage);
-      process.exit(0);
-    }
-    if (Object.hasOwn(switches, flag)) {
-      opts[switches[flag]] = true;
-      continue;
-    }
-    if (Object.hasOwn(strings, flag)) {
-      const [key, what] = strings[flag];
-      if (value === undefined) value = argv[++i];
-      if (!value) throw new Error(`${flag} needs ${what}`);
-      opts[key] = value;
-      continue;
-    }
-    const key = Object.hasOwn(numbers, flag) ? numbers[flag] : undefined;
-    if (!key) throw new Error(`unknown option ${flag}`);
-    if (value === undefined) value = argv[++i];
-    const n = Number(value);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a number`);
-    opts[key] = n;
-  }
+export function benchOptions(argv, { name, usage, numbers = {}, strings = {}, switches = [] }) {
+  const options = {};
+  for (const flag of [...Object.keys(numbers), ...Object.keys(strings)]) options[flag] = { type: "string" };
+  for (const flag of switches) options[flag] = { type: "boolean" };
+  const { values } = parseCommandLine(argv, { name, usage, options });
+  const camel = (flag) => flag.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+  const opts = {};
+  for (const [flag, fallback] of Object.entries(numbers)) opts[camel(flag)] = numberOption(values[flag], flag, fallback, { name, usage });
+  for (const [flag, fallback] of Object.entries(strings)) opts[camel(flag)] = values[flag] ?? fallback;
+  for (const flag of switches) opts[camel(flag)] = values[flag] === true;
   return opts;
 }
 
