@@ -14,6 +14,7 @@ import type { CustomAuthPolicy } from "../auth/custom.js";
 import { isAppError, type SettingsError } from "../errors.js";
 import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
+import { defaultReadText } from "./files.js";
 
 const DEV_DEFAULTS = { APP_ENV: "dev", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", CHECKPOINTER: "memory" };
 
@@ -52,7 +53,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
     app = await createApp({
       ...(authPolicy ? { authPolicy } : {}),
       env,
-      root: process.cwd(),
+      readText: defaultReadText(process.cwd()),
       playgroundKey,
       logWrite: (line) => void process.stdout.write(`${line}\n`),
     });
