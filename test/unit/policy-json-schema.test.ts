@@ -1,7 +1,8 @@
 /**
- * schemas/api-policy.schema.json, the editor-facing twin of the zod schemas in
- * src/policy/schema.ts: the same keys (and required keys) at every level, the same name
- * patterns and enums, and every example policy in policy/*.yaml valid by both.
+ * schemas/api-policy.schema.json, the editor-facing JSON Schema generated from the zod schemas in
+ * src/policy/schema.ts: the committed file is what `npm run schemas` writes; it has the same keys
+ * (and required keys) at every level, the same name patterns and enums, every example policy in
+ * policy/*.yaml is valid by both, and it refuses what the loader refuses where JSON Schema can say so.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -11,11 +12,13 @@ import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { loadPolicy } from "../../src/policy/document.js";
 import { API_NAME, apiSchema, documentSchema, HTTP_METHODS, RPC_METHOD } from "../../src/policy/schema.js";
+import { policyJsonSchemaText } from "../../src/tooling/policy-json-schema.js";
 
 type Json = Record<string, any>;
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const SCHEMA: Json = JSON.parse(readFileSync(join(ROOT, "schemas/api-policy.schema.json"), "utf8"));
+const SCHEMA_TEXT = readFileSync(join(ROOT, "schemas/api-policy.schema.json"), "utf8");
+const SCHEMA: Json = JSON.parse(SCHEMA_TEXT);
 const EXAMPLES = readdirSync(join(ROOT, "policy"))
   .filter((f) => f.endsWith(".yaml"))
   .sort();
@@ -134,6 +137,10 @@ const LEVELS: [string, string[]][] = [
 ];
 
 describe("JSON Schema and zod schema in step", () => {
+  it("is the file npm run schemas writes from the zod schema", () => {
+    expect(SCHEMA_TEXT, "schemas/api-policy.schema.json is stale: run npm run schemas").toBe(policyJsonSchemaText());
+  });
+
   it("is a draft 2020-12 schema with an $id and a title", () => {
     expect(SCHEMA.$schema).toBe("https://json-schema.org/draft/2020-12/schema");
     expect(typeof SCHEMA.$id).toBe("string");
