@@ -22,7 +22,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { createApp, createJudge, gradeAnswer } from "../dist/index.js";
+import { createApp, createGrader, gradeAnswer } from "../dist/index.js";
 import { parseCommandLine } from "./lib/args.mjs";
 
 const USAGE = `Usage: npm run eval -- [--dataset PATH] [--json]
@@ -145,10 +145,10 @@ async function main() {
   env.API_KEY = apiKey;
 
   let app;
-  let judge;
+  let grader;
   try {
     app = await createApp({ env, logWrite: () => {} });
-    judge = createJudge(app.settings, (input, init) => fetch(input, init));
+    grader = createGrader(app.settings, (input, init) => fetch(input, init));
   } catch (error) {
     if (app) await app.close();
     fail(error instanceof Error ? error.message : String(error));
@@ -170,7 +170,7 @@ async function main() {
       }
       let grade;
       try {
-        grade = await gradeAnswer(judge, { question: transcript.join("\n"), answer, expectation: c.expectation, fakeDirective: c.judge }, controller.signal);
+        grade = await gradeAnswer(grader, { question: transcript.join("\n"), answer, expectation: c.expectation, fakeDirective: c.judge }, controller.signal);
       } catch (error) {
         grade = { score: 0, verdict: "fail", reason: `the judge failed: ${error instanceof Error ? error.message : String(error)}` };
       }

@@ -12,7 +12,7 @@ export function resolvePath(base: string, path: string): string {
   return `${base.replace(/[\\/]+$/, "")}/${path}`;
 }
 
-// --- Transitional: remove once src/app.ts and src/policy/check.ts stop importing it ---------------
+// --- Transitional: remove once src/app.ts and src/tooling/policy-check.ts stop importing it -------
 // They still call defaultReadText(root) when no readText is given; until they take the reader from
 // their callers (src/runtime/files.ts), this copy keeps them working. `npm run lint:core` reports
 // its `globalThis.process` on purpose, so it cannot stay.

@@ -9,7 +9,7 @@ export type { Store, ThreadLease, LeaseHandle, Message, RunRecord, ThreadRow } f
 export type { Clock } from "./clock.js";
 export type { Settings } from "./settings/parse.js";
 export type { RunEvent } from "./agent/events.js";
-export { checkPolicy, type PolicyCheckResult } from "./policy/check.js";
+export { checkPolicy, type PolicyCheckResult } from "./tooling/policy-check.js";
 export { loadPolicy, PolicyError, type PolicyProblem, type Policy, type ApiPolicy } from "./policy/document.js";
 export type { ApprovalGate, HeldCall } from "./policy/gate.js";
 export type { ReadText } from "./files.js";
@@ -17,5 +17,5 @@ export type { AuthPolicy } from "./auth/policy.js";
 export type { Principal, Action } from "./auth/principal.js";
 export { ACTIONS } from "./auth/principal.js";
 export { AuthError, type CustomAuthPolicy, type CustomPrincipal } from "./auth/custom.js";
-export { createJudge, gradeAnswer, parseGrade, type Grade, type GradeInput } from "./agent/judge.js";
+export { createGrader, gradeAnswer, parseGrade, type Grade, type GradeInput } from "./tooling/grader.js";
 export { schemaProblems } from "./agent/structured.js";

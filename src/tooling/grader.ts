@@ -1,23 +1,25 @@
 /**
- * The evaluation judge (spec 2.10, JUDGE_*): a model built like the agent's, from the JUDGE_*
- * settings, each defaulting to the agent's value, and a grader that asks it for a score.
- * Web-standard only: used by `npm run eval`, but nothing here needs Node.
+ * The evaluation grader behind `npm run eval`: the model that grades answers, built like the
+ * agent's from the JUDGE_* settings (spec 2.10 calls it the evaluation judge; here it is the
+ * grader, so it is not confused with the outbound policy's judge, src/policy/judge.ts), each
+ * defaulting to the agent's value, and `gradeAnswer`, which asks it for a score.
+ * Web-standard only: nothing here needs Node.
  */
+import type { Model, ModelRequest, ProviderOptions } from "../agent/model.js";
+import { buildModel, KEY_VARIABLE } from "../agent/providers/index.js";
 import { ConfigurationError } from "../errors.js";
 import type { Settings } from "../settings/parse.js";
-import type { Model, ModelRequest, ProviderOptions } from "./model.js";
-import { buildModel, KEY_VARIABLE } from "./providers/index.js";
 
 const openaiLike = (p: string) => p === "openai" || p === "openai-compatible";
 
 /**
- * The judge model. JUDGE_PROVIDER falls back to MODEL_PROVIDER, JUDGE_MODEL_NAME to MODEL_NAME,
+ * The grading model. JUDGE_PROVIDER falls back to MODEL_PROVIDER, JUDGE_MODEL_NAME to MODEL_NAME,
  * JUDGE_BASE_URL to OPENAI_BASE_URL (openai and openai-compatible), JUDGE_API_KEY to the judge
  * provider's key variable, JUDGE_REASONING_EFFORT and JUDGE_USE_RESPONSES_API to the agent's
- * (only for an openai or openai-compatible judge). Throws ConfigurationError naming the setting
+ * (only for an openai or openai-compatible provider). Throws ConfigurationError naming the setting
  * that is missing.
  */
-export function createJudge(settings: Settings, fetchFn: typeof fetch): Model {
+export function createGrader(settings: Settings, fetchFn: typeof fetch): Model {
   const provider = settings.JUDGE_PROVIDER ?? settings.MODEL_PROVIDER;
   const name = settings.JUDGE_MODEL_NAME ?? settings.MODEL_NAME;
   if (provider === "fake") return buildModel("fake", { model: name ?? "fake", apiKey: "", maxRetries: 0, fetch: fetchFn });
@@ -46,10 +48,10 @@ export interface GradeInput {
   /** The conversation the answer closes (the user's turns, earlier answers). */
   readonly question: string;
   readonly answer: string;
-  /** What a good answer does; without it the judge grades the answer on its own merits. */
+  /** What a good answer does; without it the grader judges the answer on its own merits. */
   readonly expectation?: string | undefined;
   /**
-   * Directive lines for the fake judge only (e.g. `/json {"score": 1, "reason": "..."}`),
+   * Directive lines for the fake model only (e.g. `/json {"score": 1, "reason": "..."}`),
    * appended to the grading prompt as they are; never sent to a real provider.
    */
   readonly fakeDirective?: string | undefined;
@@ -64,7 +66,7 @@ export interface Grade {
 
 export const PASS_SCORE = 0.5;
 
-export const JUDGE_SYSTEM_PROMPT =
+export const GRADER_SYSTEM_PROMPT =
   "You grade the final answer an AI assistant gave in a conversation. " +
   "Answer ONLY a JSON object, nothing before or after it: " +
   '{"score": <number from 0 to 1>, "reason": "<one short sentence>"}. ' +
@@ -86,7 +88,7 @@ const GRADE_SCHEMA: NonNullable<ModelRequest["responseSchema"]> = {
 /**
  * The grading prompt. The conversation, answer and expectation go in as JSON strings: no line of
  * theirs can read as a directive, and no JSON object inside them survives as one (their quotes
- * are escaped), so a judge that echoes the prompt never yields a grade.
+ * are escaped), so a grader that echoes the prompt never yields a grade.
  */
 export function gradingPrompt(input: GradeInput, fake: boolean): string {
   const parts = [
@@ -104,22 +106,22 @@ export function gradingPrompt(input: GradeInput, fake: boolean): string {
   return parts.join("\n");
 }
 
-/** Asks the judge for a grade. Model errors are thrown; an answer that is not JSON is a fail. */
-export async function gradeAnswer(judge: Model, input: GradeInput, signal: AbortSignal): Promise<Grade> {
+/** Asks the grader for a grade. Model errors are thrown; an answer that is not JSON is a fail. */
+export async function gradeAnswer(grader: Model, input: GradeInput, signal: AbortSignal): Promise<Grade> {
   const request: ModelRequest = {
-    system: JUDGE_SYSTEM_PROMPT,
-    messages: [{ id: "judge-question", role: "user", content: gradingPrompt(input, judge.provider === "fake") }],
+    system: GRADER_SYSTEM_PROMPT,
+    messages: [{ id: "grade-question", role: "user", content: gradingPrompt(input, grader.provider === "fake") }],
     tools: [],
     signal,
-    ...(judge.structuredOutput ? { responseSchema: GRADE_SCHEMA } : {}),
+    ...(grader.structuredOutput ? { responseSchema: GRADE_SCHEMA } : {}),
   };
   let text = "";
-  for await (const event of judge.stream(request)) if (event.type === "text") text += event.text;
+  for await (const event of grader.stream(request)) if (event.type === "text") text += event.text;
   return parseGrade(text);
 }
 
 /**
- * Reads the first JSON object in the judge's text that has a `score` (text around it and objects
+ * Reads the first JSON object in the grader's text that has a `score` (text around it and objects
  * without one are skipped); score ≥ 0.5 passes. No such object: score 0, fail.
  */
 export function parseGrade(text: string): Grade {

@@ -1,13 +1,15 @@
 /**
- * The policy check behind `npm run policy:check` and startup: the document, the environment
- * each API needs and the tools' declared calls. Problems come back as data, never thrown.
+ * The policy check behind `npm run policy:check`: the document, the environment each API needs
+ * and the tools' declared calls, as startup checks them (preparePolicy), without starting the
+ * service. Problems come back as data, never thrown. Tooling, not policy/: it needs the agent's
+ * default tools, and policy/ sits below agent/ in the layer order.
  */
 import { DEFAULT_TOOLS } from "../agent/default-agent.js";
 import type { Tool } from "../agent/tools/define.js";
 import { defaultReadText, type ReadText } from "../files.js";
+import type { PolicyProblem } from "../policy/document.js";
+import { preparePolicy } from "../policy/setup.js";
 import { parseSettings } from "../settings/parse.js";
-import type { PolicyProblem } from "./document.js";
-import { preparePolicy } from "./setup.js";
 
 export interface PolicyCheckResult {
   readonly problems: readonly PolicyProblem[];

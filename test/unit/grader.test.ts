@@ -1,19 +1,19 @@
 /**
- * The evaluation judge: createJudge's JUDGE_* settings fall back to the agent's, gradeAnswer
- * reads the first JSON object of the judge's answer (score ≥ 0.5 passes), and the example
+ * The evaluation grader: createGrader's JUDGE_* settings fall back to the agent's, gradeAnswer
+ * reads the first JSON object of the grader's answer (score ≥ 0.5 passes), and the example
  * response schema uses only the keywords spec 4.1 allows.
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createJudge, gradeAnswer, parseGrade } from "../../src/agent/judge.js";
+import { createGrader, gradeAnswer, parseGrade } from "../../src/tooling/grader.js";
 import type { Model, ModelEvent, ModelRequest } from "../../src/agent/model.js";
 import { schemaProblems } from "../../src/agent/structured.js";
 import { parseSettings } from "../../src/settings/parse.js";
 
 /** A fetch that must never be called. */
 const noFetch: typeof fetch = async () => {
-  throw new Error("the judge must not fetch here");
+  throw new Error("the grader must not fetch here");
 };
 
 function errorOf(fn: () => unknown): Error {
@@ -42,42 +42,42 @@ function scripted(text: string, structuredOutput = false): Model & { requests: M
 
 const signal = () => new AbortController().signal;
 
-describe("createJudge", () => {
+describe("createGrader", () => {
   it("defaults to the agent's provider and model name", () => {
-    const judge = createJudge(parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake-agent" }), noFetch);
-    expect(judge.provider).toBe("fake");
-    expect(judge.name).toBe("fake-agent");
+    const grader = createGrader(parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake-agent" }), noFetch);
+    expect(grader.provider).toBe("fake");
+    expect(grader.name).toBe("fake-agent");
   });
 
   it("takes JUDGE_PROVIDER and JUDGE_MODEL_NAME over the agent's", () => {
     const settings = parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake", JUDGE_PROVIDER: "openai", JUDGE_MODEL_NAME: "gpt-judge", JUDGE_API_KEY: "sk-judge" });
-    const judge = createJudge(settings, noFetch);
-    expect(judge.provider).toBe("openai");
-    expect(judge.name).toBe("gpt-judge");
+    const grader = createGrader(settings, noFetch);
+    expect(grader.provider).toBe("openai");
+    expect(grader.name).toBe("gpt-judge");
   });
 
   it("uses the agent's openai model and key when JUDGE_* is unset", () => {
-    const judge = createJudge(parseSettings({ MODEL_PROVIDER: "openai", MODEL_NAME: "gpt-agent", OPENAI_API_KEY: "sk-agent" }), noFetch);
-    expect(judge.provider).toBe("openai");
-    expect(judge.name).toBe("gpt-agent");
+    const grader = createGrader(parseSettings({ MODEL_PROVIDER: "openai", MODEL_NAME: "gpt-agent", OPENAI_API_KEY: "sk-agent" }), noFetch);
+    expect(grader.provider).toBe("openai");
+    expect(grader.name).toBe("gpt-agent");
   });
 
-  it("names the judge provider's key variable when no key is set", () => {
-    const error = errorOf(() => createJudge(parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake", JUDGE_PROVIDER: "openai" }), noFetch));
+  it("names the JUDGE_PROVIDER's key variable when no key is set", () => {
+    const error = errorOf(() => createGrader(parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake", JUDGE_PROVIDER: "openai" }), noFetch));
     expect(error.message).toContain("OPENAI_API_KEY");
     expect(error.message).toContain("JUDGE_API_KEY");
-    const anthropic = errorOf(() => createJudge(parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake", JUDGE_PROVIDER: "anthropic" }), noFetch));
+    const anthropic = errorOf(() => createGrader(parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake", JUDGE_PROVIDER: "anthropic" }), noFetch));
     expect(anthropic.message).toContain("ANTHROPIC_API_KEY");
   });
 
   it("names the model name setting when neither JUDGE_MODEL_NAME nor MODEL_NAME is set", () => {
-    const error = errorOf(() => createJudge(parseSettings({ MODEL_PROVIDER: "openai", OPENAI_API_KEY: "sk" }), noFetch));
+    const error = errorOf(() => createGrader(parseSettings({ MODEL_PROVIDER: "openai", OPENAI_API_KEY: "sk" }), noFetch));
     expect(error.message).toContain("JUDGE_MODEL_NAME");
     expect(error.message).toContain("MODEL_NAME");
   });
 
-  it("an openai-compatible judge needs a base URL: JUDGE_BASE_URL or OPENAI_BASE_URL", () => {
-    const error = errorOf(() => createJudge(parseSettings({ MODEL_PROVIDER: "fake", JUDGE_PROVIDER: "openai-compatible", JUDGE_MODEL_NAME: "m", JUDGE_API_KEY: "k" }), noFetch));
+  it("an openai-compatible grader needs a base URL: JUDGE_BASE_URL or OPENAI_BASE_URL", () => {
+    const error = errorOf(() => createGrader(parseSettings({ MODEL_PROVIDER: "fake", JUDGE_PROVIDER: "openai-compatible", JUDGE_MODEL_NAME: "m", JUDGE_API_KEY: "k" }), noFetch));
     expect(error.message).toContain("JUDGE_BASE_URL");
   });
 
@@ -95,9 +95,9 @@ describe("createJudge", () => {
       OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
       MODEL_MAX_RETRIES: "0",
     });
-    const judge = createJudge(settings, recording);
-    expect(judge.provider).toBe("openai-compatible");
-    await expect(gradeAnswer(judge, { question: "q", answer: "a" }, signal())).rejects.toThrow();
+    const grader = createGrader(settings, recording);
+    expect(grader.provider).toBe("openai-compatible");
+    await expect(gradeAnswer(grader, { question: "q", answer: "a" }, signal())).rejects.toThrow();
     expect(seen).toHaveLength(1);
     expect(seen[0]!.url.startsWith("http://127.0.0.1:9/v1/")).toBe(true);
     expect(seen[0]!.auth).toBe("Bearer local-key");
@@ -105,7 +105,7 @@ describe("createJudge", () => {
 });
 
 describe("gradeAnswer", () => {
-  it("a score of 0.8 passes with the judge's reason", async () => {
+  it("a score of 0.8 passes with the grader's reason", async () => {
     const grade = await gradeAnswer(scripted('{"score":0.8,"reason":"mostly right"}'), { question: "q", answer: "a" }, signal());
     expect(grade).toEqual({ score: 0.8, verdict: "pass", reason: "mostly right" });
   });
@@ -130,21 +130,21 @@ describe("gradeAnswer", () => {
   });
 
   it("sends the conversation as JSON strings (never a directive line), and the grade schema when the model can", async () => {
-    const judge = scripted('{"score":1,"reason":"ok"}', true);
-    await gradeAnswer(judge, { question: "/call calculator {}\n/answer 42", answer: "42", expectation: "answers 42", fakeDirective: '/json {"score": 0}' }, signal());
-    const prompt = judge.requests[0]!.messages[0]!.content;
+    const grader = scripted('{"score":1,"reason":"ok"}', true);
+    await gradeAnswer(grader, { question: "/call calculator {}\n/answer 42", answer: "42", expectation: "answers 42", fakeDirective: '/json {"score": 0}' }, signal());
+    const prompt = grader.requests[0]!.messages[0]!.content;
     expect(prompt.split("\n").filter((l) => l.startsWith("/"))).toEqual([]);
     expect(prompt).toContain('"answers 42"');
     expect(prompt).not.toContain("/json");
-    expect(judge.requests[0]!.responseSchema?.name).toBe("grade");
-    expect(judge.requests[0]!.tools).toEqual([]);
+    expect(grader.requests[0]!.responseSchema?.name).toBe("grade");
+    expect(grader.requests[0]!.tools).toEqual([]);
   });
 
-  it("the fake judge answers the /json line it is given, and echoes (a fail) without one", async () => {
-    const judge = createJudge(parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake" }), noFetch);
+  it("the fake grader answers the /json line it is given, and echoes (a fail) without one", async () => {
+    const grader = createGrader(parseSettings({ MODEL_PROVIDER: "fake", MODEL_NAME: "fake" }), noFetch);
     const input = { question: "/call calculator {\"expression\": \"6*7\"}", answer: "42", expectation: "answers 42" };
-    expect(await gradeAnswer(judge, { ...input, fakeDirective: '/json {"score": 0.9, "reason": "right"}' }, signal())).toEqual({ score: 0.9, verdict: "pass", reason: "right" });
-    expect(await gradeAnswer(judge, input, signal())).toEqual({ score: 0, verdict: "fail", reason: "the judge did not answer JSON" });
+    expect(await gradeAnswer(grader, { ...input, fakeDirective: '/json {"score": 0.9, "reason": "right"}' }, signal())).toEqual({ score: 0.9, verdict: "pass", reason: "right" });
+    expect(await gradeAnswer(grader, input, signal())).toEqual({ score: 0, verdict: "fail", reason: "the judge did not answer JSON" });
   });
 });
 
