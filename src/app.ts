@@ -5,35 +5,33 @@
 import { DEFAULT_SYSTEM_PROMPT, DEFAULT_TOOLS } from "./agent/default-agent.js";
 import type { Model } from "./agent/model.js";
 import { modelFactory } from "./agent/providers/index.js";
-import { createRunRegistry } from "./agent/registry.js";
 import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./agent/structured.js";
-import { createApprovalGate, PauseBook } from "./approvals/gate.js";
-import { startSweeper } from "./approvals/sweep.js";
-import { createA2AService } from "./a2a/service.js";
-import { every, sweepRetention } from "./store/retention.js";
-
-/** A run record left running is marked ProcessLost this long after its lease expired (spec 3.1). */
-const LOST_RUN_GRACE_MS = 60_000;
-import { LEASE_TIMINGS, type LeaseTimings } from "./agent/runner.js";
 import type { Tool } from "./agent/tools/define.js";
-import { createPrincipalHasher } from "./auth/hashing.js";
+import { createA2AService } from "./a2a/service.js";
+import type { DecisionBook } from "./approvals/decide.js";
+import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { authCompatibilityProblems, chooseAuthPolicy } from "./auth/choose.js";
 import type { CustomAuthPolicy } from "./auth/custom.js";
+import { createPrincipalHasher } from "./auth/hashing.js";
 import { type Clock, isoTime, systemClock } from "./clock.js";
-import type { Deps } from "./deps.js";
 import { ConfigurationError } from "./errors.js";
+import { defaultReadText, type ReadText } from "./files.js";
 import { buildRouter } from "./http/router.js";
 import { type Ids, randomIds } from "./ids.js";
+import { every } from "./jobs.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics } from "./observability/metrics.js";
-import { type ReadText, defaultReadText } from "./files.js";
 import { createPolicyClient } from "./policy/client.js";
 import type { ApprovalGate } from "./policy/gate.js";
 import { preparePolicy } from "./policy/setup.js";
+import { type AgentSetup, createRunRegistry, createRuns, LEASE_TIMINGS, type LeaseTimings, threadLeases } from "./runs/index.js";
 import { parseSettings, type Settings } from "./settings/parse.js";
 import { createMemoryLease } from "./store/memory/lease.js";
 import { createMemoryStore } from "./store/memory/store.js";
 import type { Store, ThreadLease } from "./store/ports.js";
+
+/** A run record left running is marked ProcessLost this long after its lease expired (spec 3.1). */
+const LOST_RUN_GRACE_MS = 60_000;
 
 export interface CreateAppOptions {
   /** Read as the process environment. No env file is read unless the runtime entry merged one in. */
@@ -98,12 +96,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   });
   for (const note of settings.notes) logger.info(note);
 
-  const tools = new Map<string, Tool>();
-  for (const tool of options.tools ?? DEFAULT_TOOLS) {
-    if (tools.has(tool.name)) throw new ConfigurationError(`Two tools are named ${tool.name}.`);
-    tools.set(tool.name, tool);
-  }
-
+  const tools = toolsByName(options.tools ?? DEFAULT_TOOLS);
   const readText = options.readText ?? defaultReadText(options.root);
   const policy = await preparePolicy({
     path: settings.API_POLICY_PATH,
@@ -126,95 +119,67 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
 
   const responseSchema = await loadResponseSchema(settings, readText, options.responseSchema);
   const metrics = createMetrics();
-  let store = options.store;
-  let lease = options.lease;
-  let leaseInStore = false;
-  if (!store && settings.CHECKPOINTER === "sql") {
-    // Loaded lazily: the postgres package stays out of every bundle that never uses it.
-    const { openPostgres } = await import("./store/postgres/index.js");
-    const pg = await openPostgres({
-      dsn: settings.SQLDB_DSN!,
-      min: settings.DB_POOL_MIN_SIZE,
-      max: settings.DB_POOL_MAX_SIZE,
-      schema: options.sqlSchema,
-      logger,
-      onHealth: (up) => metrics.databaseUp.set(up ? 1 : 0),
-    });
-    store = pg.store;
-    if (!lease) {
-      lease = pg.lease;
-      leaseInStore = true;
-    }
-  }
-  store ??= createMemoryStore();
-  lease ??= createMemoryLease(clock);
-  const model = options.model;
-  const runs = createRunRegistry();
+  const { store, lease } = await chooseStorage(settings, options, { clock, logger, onHealth: (up) => metrics.databaseUp.set(up ? 1 : 0) });
   const hashPrincipal = createPrincipalHasher(settings.PRINCIPAL_HASH_SALT);
   const pauses = new PauseBook();
-  const gate =
-    options.approvalGate ??
-    createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses });
-  const policyClient =
-    policy &&
-    createPolicyClient({
-      ...policy,
-      fetch: outboundFetch,
-      clock,
-      logger,
-      gate,
-    });
+  const gate = options.approvalGate ?? createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses });
+  const agent: AgentSetup = {
+    model: options.model ? () => options.model! : modelFactory(settings, (input, init) => fetch(input, init)),
+    system: options.system ?? DEFAULT_SYSTEM_PROMPT,
+    tools,
+    responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
+    policyClient: policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate }),
+  };
+  checkStructuredStrategy(settings, agent);
 
-  const deps: Deps = {
-    settings,
+  // Distinguishes this process's lease holders and tasks from other replicas'.
+  const instanceId = ids.requestId();
+  const decisions: DecisionBook = { store, clock, metrics, logger, keepDecidedCalls: settings.TRACE_CAPTURE === "full" };
+  const registry = createRunRegistry();
+  const runs = createRuns({
     store,
-    lease,
+    leases: threadLeases(lease, { instanceId, ids, timings: options.leaseTimings ?? LEASE_TIMINGS }),
     clock,
     ids,
     logger,
     metrics,
+    agent,
+    limits: { runTimeoutS: settings.RUN_TIMEOUT_S, recursionLimit: settings.RECURSION_LIMIT, dev: settings.dev, keepDecidedCalls: decisions.keepDecidedCalls },
+    decisions,
+    pauses,
+    registry,
+  });
+  const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId });
+  runs.onResumed((approval, outcome) => a2a.settle(approval, outcome));
+  const router = buildRouter({
+    settings,
     auth,
     hashPrincipal,
-    model: model ? () => model : modelFactory(settings, (input, init) => fetch(input, init)),
-    system: options.system ?? DEFAULT_SYSTEM_PROMPT,
-    responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
-    tools,
-    policyClient,
+    store,
     runs,
+    a2a,
+    ids,
+    logger,
+    metrics,
+    structured: responseSchema !== undefined,
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
-    leaseTimings: options.leaseTimings ?? LEASE_TIMINGS,
-    pauses,
-    leaseInStore,
-    instanceId: ids.requestId(),
-  };
-  if (responseSchema && settings.RESPONSE_FORMAT_STRATEGY === "provider") {
-    // "provider" forces the provider's structured output: a model that cannot take the schema stops startup.
-    let structuredOutput: boolean | undefined;
-    try {
-      structuredOutput = deps.model().structuredOutput;
-    } catch {
-      structuredOutput = undefined; // the model is not configured yet: runs will say so
-    }
-    if (structuredOutput === false)
-      throw new ConfigurationError(`RESPONSE_FORMAT_STRATEGY is provider, but MODEL_PROVIDER ${settings.MODEL_PROVIDER} cannot send the response schema.`);
-  }
-  const a2a = createA2AService(deps);
-  deps.afterResume = (approval, outcome) => a2a.settle(approval, outcome);
-  const router = buildRouter(deps, a2a);
-  const stopSweeper = startSweeper(deps, options.sweepIntervalMs ?? 5_000);
-  const stops = [stopSweeper];
-  const lostRuns = store.markLostRuns?.bind(store);
-  if (lostRuns) stops.push(every(deps, 15_000, "marking lost runs", () => lostRuns(LOST_RUN_GRACE_MS)));
-  if (settings.RETENTION_DAYS > 0) stops.push(every(deps, 3_600_000, "retention", () => sweepRetention(deps)));
+  });
+
+  // Background jobs, on every replica.
+  const stops = [
+    every(logger, options.sweepIntervalMs ?? 5_000, "approval sweep", () => runs.recover()),
+    every(logger, 15_000, "marking lost runs", () => store.markLostRuns(LOST_RUN_GRACE_MS)),
+  ];
+  if (settings.RETENTION_DAYS > 0) stops.push(every(logger, 3_600_000, "retention", () => runs.retention(settings.RETENTION_DAYS)));
   const ttl = settings.A2A_TASK_TTL_S;
-  if (ttl > 0) stops.push(every(deps, Math.min(60_000, ttl * 1000), "task retention", () => store.dropTasksBefore(isoTime(clock.now() - ttl * 1000))));
+  if (ttl > 0) stops.push(every(logger, Math.min(60_000, ttl * 1000), "task retention", () => store.dropTasksBefore(isoTime(clock.now() - ttl * 1000))));
 
   let closed = false;
   return {
     fetch: (request, env, ctx) => Promise.resolve(router.fetch(request, env as never, ctx as never)),
     settings,
     get activeRuns() {
-      return runs.size;
+      return runs.active;
     },
     drain: (graceMs) => runs.drain(graceMs),
     async close() {
@@ -225,6 +190,54 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       await store.close();
     },
   };
+}
+
+function toolsByName(list: readonly Tool[]): Map<string, Tool> {
+  const tools = new Map<string, Tool>();
+  for (const tool of list) {
+    if (tools.has(tool.name)) throw new ConfigurationError(`Two tools are named ${tool.name}.`);
+    tools.set(tool.name, tool);
+  }
+  return tools;
+}
+
+/**
+ * The store and the thread lease: the caller's, else Postgres (CHECKPOINTER=sql, whose leases
+ * live in the same database), else memory.
+ */
+async function chooseStorage(
+  settings: Settings,
+  options: CreateAppOptions,
+  { clock, logger, onHealth }: { clock: Clock; logger: Logger; onHealth: (up: boolean) => void },
+): Promise<{ store: Store; lease: ThreadLease }> {
+  if (!options.store && settings.CHECKPOINTER === "sql") {
+    if (options.lease) throw new ConfigurationError("With CHECKPOINTER=sql the thread lease is the database's: do not pass a lease to createApp.");
+    // Loaded lazily: the postgres package stays out of every bundle that never uses it.
+    const { openPostgres } = await import("./store/postgres/index.js");
+    const pg = await openPostgres({
+      dsn: settings.SQLDB_DSN!,
+      min: settings.DB_POOL_MIN_SIZE,
+      max: settings.DB_POOL_MAX_SIZE,
+      schema: options.sqlSchema,
+      logger,
+      onHealth,
+    });
+    return pg;
+  }
+  return { store: options.store ?? createMemoryStore(), lease: options.lease ?? createMemoryLease(clock) };
+}
+
+/** "provider" forces the provider's structured output: a model that cannot take the schema stops startup. */
+function checkStructuredStrategy(settings: Settings, agent: AgentSetup): void {
+  if (!agent.responseSchema || settings.RESPONSE_FORMAT_STRATEGY !== "provider") return;
+  let structuredOutput: boolean | undefined;
+  try {
+    structuredOutput = agent.model().structuredOutput;
+  } catch {
+    structuredOutput = undefined; // the model is not configured yet: runs will say so
+  }
+  if (structuredOutput === false)
+    throw new ConfigurationError(`RESPONSE_FORMAT_STRATEGY is provider, but MODEL_PROVIDER ${settings.MODEL_PROVIDER} cannot send the response schema.`);
 }
 
 /** RESPONSE_SCHEMA_PATH: `none` disables; a named file must exist; the default file may be absent. */

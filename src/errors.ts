@@ -4,13 +4,26 @@
  * they are written to be safe in a log line and, where the HTTP mapping says so, a response.
  */
 
-export type ErrorCode =
-  | "invalid_settings"
-  | "configuration"
-  | "unauthorized"
+/** Codes of the domain's refusals: the HTTP and A2A layers each map them in one table. */
+export type RefusalCode =
   | "forbidden"
   | "not_found"
   | "thread_busy"
+  | "thread_foreign"
+  | "approval_pending"
+  | "approval_not_found"
+  | "not_an_approver"
+  | "approval_direct_only"
+  | "approval_not_pending"
+  | "approval_expired"
+  | "approval_digest_mismatch";
+
+export type ErrorCode =
+  | RefusalCode
+  | "invalid_settings"
+  | "configuration"
+  | "unauthorized"
+  | "lease_lost"
   | "conflict"
   | "gone"
   | "payload_too_large"
@@ -30,6 +43,34 @@ export class AppError extends Error {
     super(message, options);
     this.code = code;
     this.name = "AppError";
+  }
+}
+
+/**
+ * The domain refused a request before doing anything. `message` is written for the caller (never
+ * holds its input); `details` are safe extra fields of the answer (the approvals a thread waits
+ * for, the status an approval already has).
+ */
+export class Refusal extends AppError {
+  override readonly code: RefusalCode;
+  readonly details: Readonly<Record<string, unknown>>;
+  constructor(code: RefusalCode, message: string, details: Record<string, unknown> = {}) {
+    super(code, message);
+    this.code = code;
+    this.name = "Refusal";
+    this.details = details;
+  }
+}
+
+export function isRefusal(e: unknown): e is Refusal {
+  return isAppError(e) && typeof (e as Refusal).details === "object" && (e as Refusal).details !== null;
+}
+
+/** A fenced write found the thread's lease gone: another run may hold the thread now. */
+export class LeaseLost extends AppError {
+  constructor(message = "The thread's lease moved on; the write was refused.") {
+    super("lease_lost", message);
+    this.name = "LeaseLost";
   }
 }
 

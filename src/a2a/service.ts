@@ -4,19 +4,20 @@
  * `contextId` is the chat thread, a gated run leaves the task input-required, and a decision sent
  * as a data part resumes it. http/routes/a2a.ts binds this to Hono.
  */
-import { beginRun } from "../agent/begin.js";
 import type { RunEvent } from "../agent/events.js";
 import { outcomeCollector, type RunOutcome } from "../agent/outcome.js";
-import type { RunHandle } from "../agent/runner.js";
+import type { RunHandle, Runs } from "../runs/index.js";
 import type { Caller } from "../auth/caller.js";
-import { recordDecision, refusalToDecide } from "../approvals/decide.js";
-import { resumeAfterDecision } from "../approvals/resume.js";
+import { refusalToDecide } from "../approvals/decide.js";
 import type { ApprovalRecord } from "../approvals/types.js";
 import { isoTime } from "../clock.js";
-import type { Deps } from "../deps.js";
+import { isRefusal, type RefusalCode } from "../errors.js";
 import { codePointLength, type JsonValue } from "../json.js";
 import type { Logger } from "../observability/logger.js";
-import { isHttpError } from "../problems.js";
+import type { Settings } from "../settings/parse.js";
+import type { Clock } from "../clock.js";
+import type { Ids } from "../ids.js";
+import type { Store } from "../store/ports.js";
 import { type A2AVersion, ERR, METHODS_V03, parseRequest, type RpcRequest, RpcError, rpcError, rpcResult } from "./jsonrpc.js";
 import type { TaskPart, TaskRecord } from "./types.js";
 import { artifactUpdate, type IncomingMessage, readMessage, sendResult, statusUpdate, TERMINAL, taskSnapshot, wireTask } from "./wire.js";
@@ -40,7 +41,33 @@ interface LiveTask {
   canceled: boolean;
 }
 
-export function createA2AService(deps: Deps) {
+/** What the A2A service works with. */
+export interface A2ADeps {
+  readonly settings: Settings;
+  readonly store: Store;
+  readonly runs: Runs;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  /** Names this process on the tasks it runs (subscribe and cancel reach only its own runs). */
+  readonly instanceId: string;
+}
+
+/** How a refusal of the domain reads in a failed task's error data part (spec 4.5). */
+const A2A_CODE: Record<RefusalCode, string> = {
+  forbidden: "forbidden",
+  thread_foreign: "forbidden",
+  not_found: "run_failed",
+  thread_busy: "thread_busy",
+  approval_pending: "approval_pending",
+  approval_not_found: "approval_not_found",
+  not_an_approver: "not_an_approver",
+  approval_direct_only: "approval_direct_only",
+  approval_not_pending: "approval_not_pending",
+  approval_expired: "approval_expired",
+  approval_digest_mismatch: "approval_digest_mismatch",
+};
+
+export function createA2AService(deps: A2ADeps) {
   const live = new Map<string, LiveTask>();
   const now = () => isoTime(deps.clock.now());
 
@@ -145,7 +172,7 @@ export function createA2AService(deps: Deps) {
     const mentions = deps.settings.A2A_DELEGATED_MENTIONS;
     const userWords = !ctx.caller.principal.actor ? msg.text : mentions === "request" ? msg.text : mentions === "origin" ? (origin.text ?? "") : "";
     return runInTask(task, ctx, onEvent, (emit) =>
-      beginRun(deps, { caller: ctx.caller, threadId: task.context_id, message: msg.text, metadata: {}, emit, logger: ctx.logger, userWords, ...(note ? { systemNote: note } : {}) }),
+      deps.runs.startTurn({ caller: ctx.caller, threadId: task.context_id, message: msg.text, metadata: {}, emit, logger: ctx.logger, userWords, ...(note ? { systemNote: note } : {}) }),
     );
   }
 
@@ -217,10 +244,7 @@ export function createA2AService(deps: Deps) {
       run = await begin(emit);
     } catch (error) {
       live.delete(task.task_id);
-      if (isHttpError(error)) {
-        const code = String((error.body as { code?: string }).code ?? (error.status === 403 ? "forbidden" : "run_failed"));
-        return failNow(task, code, String(error.body.detail ?? code));
-      }
+      if (isRefusal(error)) return failNow(task, A2A_CODE[error.code], error.message);
       throw error;
     }
     if ("task_id" in run) {
@@ -281,18 +305,18 @@ export function createA2AService(deps: Deps) {
     if (approval.requester !== ctx.caller.hash) return refuse("not_an_approver", "Only the requester decides over A2A.");
     let decided: ApprovalRecord;
     try {
-      decided = await recordDecision(deps, ctx.caller, thread, approvalId, {
+      decided = await deps.runs.recordDecision(ctx.caller, thread, approvalId, {
         decision,
         ...(typeof d.comment === "string" ? { comment: d.comment } : {}),
         ...(typeof d.digest === "string" ? { digest: d.digest } : {}),
       });
     } catch (error) {
-      if (isHttpError(error)) return refuse(String((error.body as { code?: string }).code ?? "forbidden"), String(error.body.detail));
+      if (isRefusal(error)) return refuse(A2A_CODE[error.code], error.message);
       throw error;
     }
     const working = await update(task, { state: "working", status_parts: [] });
     return runInTask(working, ctx, onEvent, async (emit) => {
-      const outcome = await resumeAfterDecision(deps, { approval: decided, decision, decider: ctx.caller, emit, logger: ctx.logger });
+      const outcome = await deps.runs.resumeAfterDecision(decided, { decider: ctx.caller, emit, logger: ctx.logger });
       if (outcome.kind === "started") return outcome.run;
       // Other approvals of the run still wait, or another request resumes it: the task waits,
       // listing this approval too, so it takes the outcome whichever route finishes the run.

@@ -50,8 +50,11 @@ export interface LoopOptions {
   readonly deferFinal?: boolean;
   /** Set when answers must fit a response schema. */
   readonly structured?: StructuredAnswers;
-  /** Set when the run resumes after an approval decision: the calls that waited, and the turn's words. */
-  readonly resume?: { readonly calls: readonly ToolCall[]; readonly reason: string };
+  /**
+   * Set when the run resumes after an approval decision: the calls that waited, the turn's words,
+   * and what to do once they were carried out and their results written.
+   */
+  readonly resume?: { readonly calls: readonly ToolCall[]; readonly reason: string; readonly done: () => Promise<void> };
 }
 
 export interface LoopResult {
@@ -87,8 +90,9 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
   // A run resumed after an approval decision first finishes the tool calls that waited.
   if (options.resume) {
     step += 1;
-    if ((await toolStep(options.resume.calls.map((c) => ({ ...c, args: c.args as Record<string, JsonValue> | null })), options.resume.reason)).paused)
-      return { status: "awaiting_approval", usage };
+    const { paused } = await toolStep(options.resume.calls.map((c) => ({ ...c, args: c.args as Record<string, JsonValue> | null })), options.resume.reason);
+    await options.resume.done();
+    if (paused) return { status: "awaiting_approval", usage };
   }
 
   for (;;) {

@@ -1,12 +1,15 @@
 /**
  * Who may decide an approval (spec 5.7) and how a decision is recorded (3.2): once, atomically,
- * with every refusal answered before anything changes.
+ * with every refusal answered before anything changes. The decision is the durable intent: the
+ * write that records it is what makes the paused run due to resume (store `dueRuns`), so a
+ * decision that is recorded is carried out even if the process that took it stops right after.
  */
 import type { Caller } from "../auth/caller.js";
-import { isoTime } from "../clock.js";
-import type { Deps } from "../deps.js";
-import { HttpError } from "../problems.js";
-import type { ThreadRow } from "../store/ports.js";
+import { type Clock, isoTime } from "../clock.js";
+import { Refusal } from "../errors.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Store, ThreadRow } from "../store/ports.js";
 import type { ApprovalRecord } from "./types.js";
 
 export interface DecisionRequest {
@@ -15,8 +18,15 @@ export interface DecisionRequest {
   readonly digest?: string | undefined;
 }
 
-const approvalError = (status: number, code: string, detail: string, extra: Record<string, unknown> = {}) =>
-  new HttpError(status === 404 ? "not_found" : status === 403 ? "forbidden" : status === 410 ? "gone" : "conflict", status, { code, detail, ...extra });
+/** What recording decisions needs. */
+export interface DecisionBook {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** TRACE_CAPTURE=full keeps a decided approval's query and body. */
+  readonly keepDecidedCalls: boolean;
+}
 
 /** Null when the caller may decide; otherwise the refusal code. */
 export function refusalToDecide(caller: Caller, approval: ApprovalRecord, thread: ThreadRow): "not_an_approver" | "approval_direct_only" | null {
@@ -37,58 +47,59 @@ export function refusalToDecide(caller: Caller, approval: ApprovalRecord, thread
 }
 
 /** Marks the approval expired if its time has passed. Returns the record as it now stands. */
-export async function expireIfDue(deps: Deps, approval: ApprovalRecord): Promise<ApprovalRecord> {
-  const now = isoTime(deps.clock.now());
+export async function expireIfDue(book: DecisionBook, approval: ApprovalRecord): Promise<ApprovalRecord> {
+  const now = isoTime(book.clock.now());
   if (approval.status !== "pending" || approval.expires_at > now) return approval;
-  const expired = await deps.store.decideApproval(approval.approval_id, {
+  const expired = await book.store.decideApproval(approval.approval_id, {
     status: "expired",
     decided_by: null,
     decided_via: null,
     decided_at: now,
     comment: null,
-    dropCall: deps.settings.TRACE_CAPTURE !== "full",
+    dropCall: !book.keepDecidedCalls,
   });
   if (expired) {
-    deps.metrics.approvals.inc({ event: "expired" });
-    deps.logger.info("approval expired", { approval_id: approval.approval_id, thread_id: approval.thread_id });
+    book.metrics.approvals.inc({ event: "expired" });
+    book.logger.info("approval expired", { approval_id: approval.approval_id, thread_id: approval.thread_id });
     return expired;
   }
-  return (await deps.store.getApproval(approval.approval_id)) ?? approval;
+  return (await book.store.getApproval(approval.approval_id)) ?? approval;
 }
 
+const notPending = (a: ApprovalRecord) =>
+  a.status === "expired"
+    ? new Refusal("approval_expired", "The approval expired; the call was not sent.")
+    : new Refusal("approval_not_pending", `The approval is already ${a.status}.`, { status: a.status });
+
 export async function recordDecision(
-  deps: Deps,
+  book: DecisionBook,
   caller: Caller,
   thread: ThreadRow,
   approvalId: string,
   request: DecisionRequest,
 ): Promise<ApprovalRecord> {
-  let approval = await deps.store.getApproval(approvalId);
-  if (!approval || approval.thread_id !== thread.thread_id) throw approvalError(404, "approval_not_found", "No such approval on this thread.");
+  let approval = await book.store.getApproval(approvalId);
+  if (!approval || approval.thread_id !== thread.thread_id) throw new Refusal("approval_not_found", "No such approval on this thread.");
   const refusal = refusalToDecide(caller, approval, thread);
-  if (refusal === "not_an_approver") throw approvalError(403, refusal, "You are not an approver of this call.");
-  if (refusal === "approval_direct_only") throw approvalError(403, refusal, "This approval is decided directly by the person, not through an agent.");
+  if (refusal === "not_an_approver") throw new Refusal(refusal, "You are not an approver of this call.");
+  if (refusal === "approval_direct_only") throw new Refusal(refusal, "This approval is decided directly by the person, not through an agent.");
 
-  approval = await expireIfDue(deps, approval);
-  const notPending = (a: ApprovalRecord) =>
-    a.status === "expired"
-      ? approvalError(410, "approval_expired", "The approval expired; the call was not sent.")
-      : approvalError(409, "approval_not_pending", `The approval is already ${a.status}.`, { status: a.status });
+  approval = await expireIfDue(book, approval);
   if (approval.status !== "pending") throw notPending(approval);
   const relayed = caller.principal.actor !== null;
   if ((relayed && request.digest === undefined) || (request.digest !== undefined && request.digest !== approval.digest))
-    throw approvalError(409, "approval_digest_mismatch", "The decision does not name this call's digest.");
+    throw new Refusal("approval_digest_mismatch", "The decision does not name this call's digest.");
 
-  const decided = await deps.store.decideApproval(approvalId, {
+  const decided = await book.store.decideApproval(approvalId, {
     status: request.decision === "approve" ? "approved" : "rejected",
     decided_by: caller.hash,
     decided_via: relayed ? (caller.principal.actor?.id ?? null) : null,
-    decided_at: isoTime(deps.clock.now()),
+    decided_at: isoTime(book.clock.now()),
     comment: request.comment ?? null,
-    dropCall: deps.settings.TRACE_CAPTURE !== "full",
+    dropCall: !book.keepDecidedCalls,
   });
-  if (!decided) throw notPending((await deps.store.getApproval(approvalId)) ?? approval);
-  deps.metrics.approvals.inc({ event: decided.status });
-  deps.logger.info("approval decided", { approval_id: approvalId, thread_id: thread.thread_id, status: decided.status });
+  if (!decided) throw notPending((await book.store.getApproval(approvalId)) ?? approval);
+  book.metrics.approvals.inc({ event: decided.status });
+  book.logger.info("approval decided", { approval_id: approvalId, thread_id: thread.thread_id, status: decided.status });
   return decided;
 }

@@ -7,7 +7,7 @@
  */
 import type { PrincipalHasher } from "../auth/hashing.js";
 import { type Clock, isoTime } from "../clock.js";
-import { ApiPolicyError, RunPaused } from "../errors.js";
+import { ApiCallError, ApiPolicyError, RunPaused } from "../errors.js";
 import type { Ids } from "../ids.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Gate } from "../policy/document.js";
@@ -65,9 +65,7 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
         body: redactValue(call.body ?? null, call.redact),
       };
       const digest = await approvalDigest(shown);
-      const existing = (await store.listApprovals({ thread_id: ctx.threadId, limit: 10_000, offset: 0 })).find(
-        (a) => a.internal.tool_call_id === ctx.toolCallId && a.digest === digest,
-      );
+      const existing = await store.findApproval(ctx.threadId, ctx.toolCallId, digest);
 
       if (!existing) {
         if (!gate) return { kind: "free" };
@@ -94,6 +92,7 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
           expires_at: isoTime(now + gate.timeoutS * 1000),
           decided_at: null,
           comment: null,
+          outcome: null,
           internal: {
             tool_call_id: ctx.toolCallId,
             gate_key: gate.key,
@@ -127,8 +126,14 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
           if (result) return { kind: "answered", response: result };
           if (!gate || gate.key !== existing.internal.gate_key)
             throw new ApiPolicyError("the API policy changed while the call waited for approval (it no longer gates the call the same way); nothing was sent; ask again");
-          if (!(await store.claimApprovalExecution(existing.approval_id, isoTime(clock.now()))))
-            throw new ApiPolicyError("the approved call was already sent once; it is not sent again");
+          if (existing.internal.executed_at !== null) {
+            // Claimed by a run that stopped before the answer came back (the thread's lease keeps
+            // two runs from sending at once): it may have reached the API. Never sent blindly again.
+            await store.markOutcomeUnknown(existing.approval_id);
+            throw new ApiCallError(
+              "the approved call may or may not have reached the API: the process sending it stopped before the answer came back; it is not sent again; a person should check with the API before asking again",
+            );
+          }
           return {
             kind: "send",
             approvalId: existing.approval_id,
@@ -136,6 +141,9 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
           };
         }
       }
+    },
+    async claim(approvalId) {
+      return store.claimApprovalExecution(approvalId, isoTime(clock.now()));
     },
     async answered(approvalId, response) {
       await store.recordApprovalResult(approvalId, response);

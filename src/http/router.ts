@@ -1,12 +1,20 @@
 /** The Hono app: middleware in order (request id, access, errors), then the route groups. */
 import { Hono } from "hono";
-import type { Deps } from "../deps.js";
+import type { A2AService } from "../a2a/service.js";
+import type { PrincipalHasher } from "../auth/hashing.js";
+import type { AuthPolicy } from "../auth/policy.js";
+import type { Ids } from "../ids.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { Runs } from "../runs/index.js";
+import type { Settings } from "../settings/parse.js";
+import type { Store } from "../store/ports.js";
 import type { HttpEnv } from "./env.js";
 import { access } from "./middleware/access.js";
+import { authGuard } from "./middleware/auth.js";
 import { cors } from "./middleware/cors.js";
 import { errorHandler, notFoundHandler } from "./middleware/errors.js";
 import { requestId } from "./middleware/request-id.js";
-import type { A2AService } from "../a2a/service.js";
 import { a2aRoutes } from "./routes/a2a.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chatRoutes } from "./routes/chat.js";
@@ -14,18 +22,36 @@ import { devRoutes } from "./routes/dev.js";
 import { probeRoutes } from "./routes/probes.js";
 import { threadRoutes } from "./routes/threads.js";
 
-export function buildRouter(deps: Deps, a2a: A2AService): Hono<HttpEnv> {
+export interface RouterParts {
+  readonly settings: Settings;
+  readonly auth: AuthPolicy;
+  readonly hashPrincipal: PrincipalHasher;
+  readonly store: Store;
+  readonly runs: Runs;
+  readonly a2a: A2AService;
+  readonly ids: Ids;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** The A2A card says whether answers are structured. */
+  readonly structured: boolean;
+  /** A development API key to prefill in the playground (only set by `npm run dev`). */
+  readonly playgroundKey: string | undefined;
+}
+
+export function buildRouter(parts: RouterParts): Hono<HttpEnv> {
+  const { settings, store, runs, ids, metrics } = parts;
+  const requireAuth = authGuard(parts);
   const app = new Hono<HttpEnv>();
-  app.use("*", requestId(deps));
-  app.use("*", access(deps));
-  app.use("*", cors({ allowed: deps.settings.CORS_ALLOWED_ORIGINS }));
-  app.onError(errorHandler({ ids: deps.ids, dev: deps.settings.dev }));
+  app.use("*", requestId(parts));
+  app.use("*", access(parts));
+  app.use("*", cors({ allowed: settings.CORS_ALLOWED_ORIGINS }));
+  app.onError(errorHandler({ ids, dev: settings.dev }));
   app.notFound(notFoundHandler);
-  app.route("/", probeRoutes(deps));
-  app.route("/", chatRoutes(deps));
-  app.route("/", threadRoutes(deps));
-  app.route("/", approvalRoutes(deps));
-  app.route("/", a2aRoutes(deps, a2a));
-  if (deps.settings.dev) app.route("/", devRoutes(deps));
+  app.route("/", probeRoutes({ settings, store, metrics }));
+  app.route("/", chatRoutes({ settings, ids, runs, requireAuth }));
+  app.route("/", threadRoutes({ store, runs, requireAuth }));
+  app.route("/", approvalRoutes({ store, runs, settings, requireAuth }));
+  app.route("/", a2aRoutes({ settings, service: parts.a2a, card: { structured: parts.structured, auth: parts.auth.name }, requireAuth }));
+  if (settings.dev) app.route("/", devRoutes({ settings, playgroundKey: parts.playgroundKey }));
   return app;
 }

@@ -145,6 +145,13 @@ async function send(
 
   const credential = credentialFor(options, api, scope.principal);
   takeLimits(api, calls, buckets);
+  if (approvalId !== undefined) {
+    // Claimed only now that every refusal is decided: a call claimed once is never sent again.
+    if (!(await options.gate!.claim(approvalId))) throw new ApiPolicyError("the approved call was already sent once; it is not sent again");
+    // The approval id names this one decision: an upstream that honours the key tells a
+    // person's retry of the same approved call from a new call.
+    headers["idempotency-key"] = approvalId;
+  }
 
   // The policy's credential overrides a tool-set header of that name.
   if (credential) headers[credential.header.toLowerCase()] = credential.value;

@@ -39,7 +39,7 @@ export interface HoldContext {
 export type HoldOutcome =
   /** Not gated and nothing recorded for it: send as usual. */
   | { readonly kind: "free" }
-  /** Approved and claimed: send exactly this recorded call, then report its answer. */
+  /** Approved, not sent yet: claim it, then send exactly this recorded call and report its answer. */
   | { readonly kind: "send"; readonly call: HeldCall; readonly approvalId: string }
   /** Approved and already sent by an earlier run: this is its answer. */
   | { readonly kind: "answered"; readonly response: ApiResponse };
@@ -51,6 +51,11 @@ export interface ApprovalGate {
    * ApiPolicyError when it was rejected, expired or the policy changed while it waited.
    */
   hold(call: HeldCall, gate: Gate | null, context: HoldContext): Promise<HoldOutcome>;
+  /**
+   * Marks the approved call as being sent, just before it is sent (after every refusal was
+   * decided). Exactly one caller ever gets true; a call claimed once is never sent again.
+   */
+  claim(approvalId: string): Promise<boolean>;
   /** Keeps the answer of a sent approved call. */
   answered(approvalId: string, response: ApiResponse): Promise<void>;
 }

@@ -3,9 +3,9 @@
  * types. Atomicity is part of the contract and is proven by the suites in test/contract/, run
  * against every adapter.
  */
-import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../approvals/types.js";
+import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "./records/approval.js";
 import type { JsonValue } from "../json.js";
-import type { ListTasksQuery, TaskRecord } from "../a2a/types.js";
+import type { ListTasksQuery, TaskRecord } from "./records/task.js";
 
 export interface ThreadRow {
   readonly thread_id: string;
@@ -129,7 +129,7 @@ export interface Store {
   decideApproval(approvalId: string, decision: ApprovalDecision): Promise<ApprovalRecord | null>;
   /** Marks an approved call as being sent. Atomic: exactly one caller ever gets true. */
   claimApprovalExecution(approvalId: string, at: string): Promise<boolean>;
-  /** Keeps the answer of the sent call for replays. */
+  /** Keeps the answer of the sent call for replays; its outcome becomes `sent`. */
   recordApprovalResult(approvalId: string, result: NonNullable<ApprovalRecord["internal"]["result"]>): Promise<void>;
   /** Pending approvals whose `expires_at` is at or before `now` (ISO). */
   dueApprovals(now: string): Promise<ApprovalRecord[]>;
@@ -145,29 +145,68 @@ export interface Store {
   dropTasksBefore(before: string): Promise<number>;
 
   /**
-   * Optional, for adapters that hold the thread lease in the same database: createThread and
-   * ThreadLease.acquire in one write. The lease is taken whoever owns the thread; the caller
-   * releases it when the thread turns out not to be the caller's. With `start`, the same write
-   * also records the run and its first messages, but only when it created the thread and took
-   * its lease (a thread made by this call is the caller's and has no history): `started` says so.
+   * createThread and taking the thread's lease (`lease`) in one step: one write where the adapter
+   * holds leases in the same database (Postgres, which ignores `lease.port`: its leases are its
+   * own), else the two in turn. The lease is taken whoever owns the thread; the caller releases
+   * it when the thread turns out not to be the caller's. With `start`, the same write also
+   * records the run and its first messages, but only when it created the thread and took its
+   * lease (a thread made by this call is the caller's and has no history): `started` says so.
    */
-  claimThread?(row: ThreadRow, holder: string, ttlMs: number, start?: RunStart): Promise<{ created: boolean; row: ThreadRow; lease: LeaseHandle | null; started: boolean }>;
+  claimThread(row: ThreadRow, lease: LeaseClaim, start?: RunStart): Promise<Claimed>;
 
   /**
-   * Optional, for adapters that hold the thread lease in the same database: the run's last
-   * messages (fenced by the lease), its final record and the lease's release in one write.
+   * The run's last messages (fenced by the lease), its final record and the lease's release in
+   * one step. Throws LeaseLost, writing nothing, when the lease no longer holds the thread.
    */
-  finishRun?(runId: string, end: RunEnd, append: { readonly messages: readonly Message[]; readonly at: string }, lease: LeaseHandle): Promise<void>;
+  finishRun(runId: string, end: RunEnd, append: { readonly messages: readonly Message[]; readonly at: string }, lease: LeaseHandle, port: ThreadLease): Promise<void>;
+
+  /**
+   * What stands before a new run on the thread, in one read: its pending approvals (newest
+   * first) and the paused run that is due to resume (every approval decided, not yet resumed).
+   */
+  threadBlockers(threadId: string): Promise<{ pending: ApprovalRecord[]; due: RunRecord | null }>;
+
+  /** Paused runs due to resume (every approval decided, none resumed), oldest first. */
+  dueRuns(limit: number): Promise<RunRecord[]>;
+
+  /**
+   * Marks a paused run resumed by `by`, only while no run resumed it. Atomic: exactly one caller
+   * gets true.
+   */
+  markResumed(runId: string, by: string): Promise<boolean>;
+
+  /** The approval a tool call asked for with this digest (the same call made again), or null. */
+  findApproval(threadId: string, toolCallId: string, digest: string): Promise<ApprovalRecord | null>;
+
+  /** Records that an approved call's sending was cut off before its answer came (outcome unknown). */
+  markOutcomeUnknown(approvalId: string): Promise<void>;
 
   /**
    * Adapters shared by several processes: marks `running` records of dead processes
-   * `interrupted` (ProcessLost) once their lease has been expired for `graceMs`.
+   * `interrupted` (ProcessLost) once their lease has been expired for `graceMs`. In-process
+   * adapters have no other process to outlive: 0.
    */
-  markLostRuns?(graceMs: number): Promise<number>;
+  markLostRuns(graceMs: number): Promise<number>;
 
   /** Resolves when the store answers; throws when it cannot (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Who takes a thread's lease in claimThread, for how long, and through which lease port. */
+export interface LeaseClaim {
+  readonly port: ThreadLease;
+  readonly holder: string;
+  readonly ttlMs: number;
+}
+
+export interface Claimed {
+  readonly created: boolean;
+  readonly row: ThreadRow;
+  /** Null when another holder has the thread. */
+  readonly lease: LeaseHandle | null;
+  /** The run record and first messages were written with the claim. */
+  readonly started: boolean;
 }
 
 export interface LeaseHandle {

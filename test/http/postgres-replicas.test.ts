@@ -9,7 +9,7 @@
 import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
-import { LeaseLost } from "../../src/store/postgres/store.js";
+import { LeaseLost } from "../../src/errors.js";
 import { chat, get, makeApp, parseSse, post, readUntil, waitFor, type TestApp } from "../helpers.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
 import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
@@ -307,7 +307,8 @@ describe("lease fencing (spec 8)", () => {
     }, 3_000);
     expect(taken!.events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
 
-    // the stalled run's stream just ends: no message.end, no error event
+    // the stalled run's stream ends with the unavailable error (spec 7.2: it could no longer
+    // confirm it was the only run on the thread), never with a message.end
     let rest = "";
     const decoder = new TextDecoder();
     for (;;) {
@@ -317,7 +318,7 @@ describe("lease fencing (spec 8)", () => {
     }
     const tail = parseSse(rest);
     expect(tail.map((e) => e.event)).not.toContain("message.end");
-    expect(tail.map((e) => e.event)).not.toContain("error");
+    expect(tail.at(-1)).toMatchObject({ event: "error", data: { code: "unavailable", run_id: runId } });
     await waitFor(async () => (await h.store.getRun(runId))?.status !== "running", 3_000);
     expect(await h.store.getRun(runId)).toMatchObject({ status: "interrupted", error_type: "LeaseLost" });
 

@@ -12,11 +12,12 @@ import { connect as netConnect, createServer, type Server, type Socket } from "n
 import { fileURLToPath } from "node:url";
 import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Deps } from "../../src/deps.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { parseSettings } from "../../src/settings/parse.js";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
-import { sweepRetention } from "../../src/store/retention.js";
+import { sweepRetention } from "../../src/runs/retention.js";
+import { threadLeases } from "../../src/runs/leases.js";
+import { randomIds } from "../../src/ids.js";
 import { chat, get, KEY, makeApp, post, readUntil, waitFor, type TestApp } from "../helpers.js";
 import { createOrder, ordersPolicy } from "../support/orders.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
@@ -419,17 +420,14 @@ describe("retention (RETENTION_DAYS=1)", () => {
 
     const sweepAt = { t: T0 + 2 * DAY };
     const deps = {
-      settings: parseSettings({ RETENTION_DAYS: "1" }),
       store: h.store,
-      lease: h.lease,
+      leases: threadLeases(h.lease, { instanceId: "retention-test", ids: randomIds, timings: { renewMs: 100, ttlMs: 1_000 } }),
       clock: { now: () => sweepAt.t },
       logger: silentLogger,
-      leaseTimings: { renewMs: 100, ttlMs: 1_000 },
-      instanceId: "retention-test",
-    } as unknown as Deps;
+    };
 
-    expect(await sweepRetention({ ...deps, settings: parseSettings({ RETENTION_DAYS: "0" }) } as Deps)).toBe(0);
-    expect(await sweepRetention(deps)).toBe(2);
+    expect(await sweepRetention(deps, 0)).toBe(0);
+    expect(await sweepRetention(deps, 1)).toBe(2);
     for (const thread of ["old", "gated"]) {
       expect(await h.store.getThread(thread)).toBeNull();
       for (const table of ["messages", "runs", "approvals"]) expect(await count(table, thread), `${table} of ${thread}`).toBe(0);
@@ -446,17 +444,17 @@ describe("retention (RETENTION_DAYS=1)", () => {
 
     // once the lease is released the next sweep takes it
     await h.lease.release(held);
-    expect(await sweepRetention(deps)).toBe(1);
+    expect(await sweepRetention(deps, 1)).toBe(1);
     expect(await h.store.getThread("busy")).toBeNull();
     expect(await count("messages", "busy")).toBe(0);
 
     // idleness is checked again under the lease: a thread listed as idle but written since is kept
-    const stale = { ...deps, store: { ...h.store, idleThreads: async () => ["fresh"] } } as Deps;
-    expect(await sweepRetention(stale)).toBe(0);
+    const stale = { ...deps, store: { ...h.store, idleThreads: async () => ["fresh"] } };
+    expect(await sweepRetention(stale, 1)).toBe(0);
     expect(await h.store.getThread("fresh")).not.toBeNull();
     // and it goes once it has been idle for more than a day
     sweepAt.t = T0 + 2.6 * DAY;
-    expect(await sweepRetention(deps)).toBe(1);
+    expect(await sweepRetention(deps, 1)).toBe(1);
     expect((await h.store.listThreads({ limit: 100, offset: 0 })).map((t) => t.thread_id)).toEqual([]);
   });
 });

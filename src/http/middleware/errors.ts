@@ -1,19 +1,46 @@
 import type { Context } from "hono";
+import type { ErrorCode } from "../../errors.js";
+import { isRefusal } from "../../errors.js";
 import type { Ids } from "../../ids.js";
 import { isHttpError } from "../../problems.js";
 import type { HttpEnv } from "../env.js";
 
+/** The one table from the domain's refusal codes to HTTP statuses (spec 7.1). */
+const STATUS: Partial<Record<ErrorCode, 403 | 404 | 409 | 410>> = {
+  forbidden: 403,
+  thread_foreign: 403,
+  not_an_approver: 403,
+  approval_direct_only: 403,
+  not_found: 404,
+  approval_not_found: 404,
+  thread_busy: 409,
+  approval_pending: 409,
+  approval_not_pending: 409,
+  approval_digest_mismatch: 409,
+  approval_expired: 410,
+};
+
+/** Codes the body names besides its detail (403 and 404 bodies are `{detail}` alone). */
+const PLAIN = new Set<ErrorCode>(["forbidden", "thread_foreign", "not_found"]);
+
 /**
- * The one mapping from errors to responses. HttpErrors carry their answer; anything else is a
+ * The one mapping from errors to responses. Refusals of the domain carry a code, mapped by the
+ * table above; HttpErrors (authentication, body limits, validation) carry their answer; a
+ * database that cannot answer, or a lost lease, is a 503 with a reference; anything else is a
  * 500 whose body names only a reference, with the error type logged under it (the message of an
  * unexpected error can hold request data, so it is logged only under dev).
  */
 export function errorHandler({ ids, dev }: { ids: Ids; dev: boolean }) {
   return function onError(error: Error, c: Context<HttpEnv>): Response {
+    if (isRefusal(error)) {
+      const status = STATUS[error.code] ?? 409;
+      return c.json(PLAIN.has(error.code) ? { detail: error.message } : { code: error.code, detail: error.message, ...error.details }, status);
+    }
     if (isHttpError(error)) return c.json(error.body, error.status as 400, error.headers);
-    if ((error as { code?: string }).code === "unavailable") {
+    const code = (error as { code?: string }).code;
+    if (code === "unavailable" || code === "lease_lost") {
       const errorId = ids.errorId();
-      c.get("logger")?.warning("request failed: storage unavailable", { error_id: errorId });
+      c.get("logger")?.warning("request failed: storage unavailable", { error_id: errorId, error_code: code });
       return c.json({ detail: `The service is unavailable (database unreachable). Reference: ${errorId}.`, error_id: errorId }, 503);
     }
     const errorId = ids.errorId();

@@ -3,32 +3,32 @@ import { Hono } from "hono";
 import { agentCard } from "../../a2a/card.js";
 import { ERR, rpcError, versionOf } from "../../a2a/jsonrpc.js";
 import type { A2AService } from "../../a2a/service.js";
-import type { Deps } from "../../deps.js";
+import type { Settings } from "../../settings/parse.js";
 import { isHttpError, notFound } from "../../problems.js";
 import { readJsonBody } from "../body.js";
 import type { HttpEnv } from "../env.js";
-import { requireAuth } from "../middleware/auth.js";
+import type { RequireAuth } from "../middleware/auth.js";
 import { SSE_HEADERS } from "../sse.js";
 
 const encoder = new TextEncoder();
 
-export function a2aRoutes(deps: Deps, service: A2AService) {
-  const name = deps.settings.A2A_NAME;
-  const card = agentCard(deps.settings, { structured: deps.responseSchema !== undefined, auth: deps.auth.name });
+export function a2aRoutes({ settings, service, card: cardOptions, requireAuth }: { settings: Settings; service: A2AService; card: { structured: boolean; auth: string }; requireAuth: RequireAuth }) {
+  const name = settings.A2A_NAME;
+  const card = agentCard(settings, cardOptions);
   const mine = (agent: string) => {
     if (agent !== name) throw notFound();
   };
 
   return new Hono<HttpEnv>()
-    .get("/a2a/:agent/.well-known/agent-card.json", requireAuth(deps, "card.read"), (c) => {
+    .get("/a2a/:agent/.well-known/agent-card.json", requireAuth("card.read"), (c) => {
       mine(c.req.param("agent"));
       return c.json(card);
     })
-    .post("/a2a/:agent", requireAuth(deps, "a2a.invoke"), async (c) => {
+    .post("/a2a/:agent", requireAuth("a2a.invoke"), async (c) => {
       mine(c.req.param("agent"));
       let body: unknown;
       try {
-        body = await readJsonBody(c.req.raw, deps.settings.MAX_REQUEST_BYTES);
+        body = await readJsonBody(c.req.raw, settings.MAX_REQUEST_BYTES);
       } catch (error) {
         if (isHttpError(error) && error.status === 422) return c.json(rpcError(null, ERR.parse, "Parse error"));
         throw error;

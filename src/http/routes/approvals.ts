@@ -1,16 +1,15 @@
 /** Approval routes (spec 4.3): the thread's approvals, approvals across threads, deciding. */
 import { Hono } from "hono";
 import { type Caller, ownsThread } from "../../auth/caller.js";
-import { expireIfDue, recordDecision } from "../../approvals/decide.js";
-import { resumeAfterDecision } from "../../approvals/resume.js";
 import type { ApprovalRecord } from "../../approvals/types.js";
 import { publicApproval } from "../../approvals/view.js";
-import type { Deps } from "../../deps.js";
 import { forbidden, notFound } from "../../problems.js";
-import type { ThreadRow } from "../../store/ports.js";
+import type { RunHandle, Runs } from "../../runs/index.js";
+import type { Settings } from "../../settings/parse.js";
+import type { Store, ThreadRow } from "../../store/ports.js";
 import { readJsonBody } from "../body.js";
 import type { HttpEnv } from "../env.js";
-import { requireAuth } from "../middleware/auth.js";
+import type { RequireAuth } from "../middleware/auth.js";
 import { decisionSchema, listApprovalsQuery, threadId } from "../schemas.js";
 import { createSseStream, SSE_HEADERS } from "../sse.js";
 import { parseOrThrow } from "../validation.js";
@@ -22,8 +21,7 @@ const ALL = 10_000;
 const decidingRoles = (caller: Caller) => (caller.principal.actor ? [] : caller.principal.roles);
 const decides = (caller: Caller, a: ApprovalRecord) => decidingRoles(caller).some((r) => a.approvers.includes(`role:${r}`));
 
-export function approvalRoutes(deps: Deps) {
-  const { store, settings } = deps;
+export function approvalRoutes({ store, runs, settings, requireAuth }: { store: Store; runs: Runs; settings: Settings; requireAuth: RequireAuth }) {
   const full = settings.TRACE_CAPTURE === "full";
 
   const loadThread = async (id: string): Promise<ThreadRow> => {
@@ -35,10 +33,10 @@ export function approvalRoutes(deps: Deps) {
   /** Owners and deciders see the call while pending; read-across readers only under TRACE_CAPTURE=full. */
   const view = (caller: Caller, a: ApprovalRecord, owner: boolean) =>
     publicApproval(a, owner || a.requester === caller.hash || decides(caller, a) || full);
-  const fresh = (list: ApprovalRecord[]) => Promise.all(list.map((a) => expireIfDue(deps, a)));
+  const fresh = (list: ApprovalRecord[]) => Promise.all(list.map((a) => runs.expireIfDue(a)));
 
   return new Hono<HttpEnv>()
-    .get("/threads/:thread_id/approvals", requireAuth(deps, "approval.read"), async (c) => {
+    .get("/threads/:thread_id/approvals", requireAuth("approval.read"), async (c) => {
       const caller = c.get("caller");
       const thread = await loadThread(c.req.param("thread_id"));
       const owner = ownsThread(caller, thread);
@@ -48,7 +46,7 @@ export function approvalRoutes(deps: Deps) {
       if (mine.length === 0) throw forbidden("This thread belongs to another principal.");
       return c.json(mine.map((a) => view(caller, a, false)));
     })
-    .get("/approvals", requireAuth(deps, "approval.read"), async (c) => {
+    .get("/approvals", requireAuth("approval.read"), async (c) => {
       const caller = c.get("caller");
       const q = parseOrThrow(listApprovalsQuery, c.req.query(), "query");
       const rows = await store.listApprovals({
@@ -61,15 +59,18 @@ export function approvalRoutes(deps: Deps) {
       const visible = actor === undefined ? rows : rows.filter((a) => a.requester_actor === actor);
       return c.json((await fresh(visible)).map((a) => view(caller, a, a.requester === caller.hash)));
     })
-    .post("/threads/:thread_id/approvals/:approval_id", requireAuth(deps, "approval.decide"), async (c) => {
+    .post("/threads/:thread_id/approvals/:approval_id", requireAuth("approval.decide"), async (c) => {
       const caller = c.get("caller");
       const thread = await loadThread(c.req.param("thread_id"));
       const body = parseOrThrow(decisionSchema, await readJsonBody(c.req.raw, settings.MAX_REQUEST_BYTES), "body");
-      const decided = await recordDecision(deps, caller, thread, c.req.param("approval_id"), body);
-
+      let run: RunHandle | undefined;
       const sse = createSseStream({ heartbeatMs: settings.SSE_HEARTBEAT_S * 1000, onCancel: () => run?.cancel() });
-      let run: { cancel(): void } | undefined;
-      const outcome = await resumeAfterDecision(deps, { approval: decided, decision: body.decision, decider: caller, emit: sse.send, logger: c.get("logger") });
+      const { decided, resume: outcome } = await runs
+        .decide(caller, thread, c.req.param("approval_id"), body, { emit: sse.send, logger: c.get("logger") })
+        .catch((error: unknown) => {
+          sse.close();
+          throw error;
+        });
       if (outcome.kind !== "started") {
         sse.close();
         const pending = await store.listApprovals({ run_id: decided.run_id, status: "pending", limit: ALL, offset: 0 });
@@ -77,6 +78,9 @@ export function approvalRoutes(deps: Deps) {
           approval: view(caller, decided, ownsThread(caller, thread)),
           pending: pending.map((a) => view(caller, a, ownsThread(caller, thread))),
           resumed: false,
+          // The decision is recorded; the thread was busy, so its next holder (or the recovery
+          // sweep, within seconds) resumes the run and carries the decision out.
+          ...(outcome.kind === "queued" ? { queued: true } : {}),
         });
       }
       run = outcome.run;

@@ -1,30 +1,29 @@
-/** POST /chat (spec 4.1): validate, claim the thread, take its lease, stream the run as SSE. */
+/** POST /chat (spec 4.1): validate, start a turn on the thread, stream the run as SSE. */
 import { Hono } from "hono";
-import { beginRun } from "../../agent/begin.js";
-import type { RunHandle } from "../../agent/runner.js";
-import type { Deps } from "../../deps.js";
+import type { Ids } from "../../ids.js";
+import type { RunHandle, Runs } from "../../runs/index.js";
+import type { Settings } from "../../settings/parse.js";
 import type { RunRecord } from "../../store/ports.js";
 import { readJsonBody } from "../body.js";
 import type { HttpEnv } from "../env.js";
-import { requireAuth } from "../middleware/auth.js";
+import type { RequireAuth } from "../middleware/auth.js";
 import { chatRequestSchema } from "../schemas.js";
 import { createSseStream, SSE_HEADERS } from "../sse.js";
 import { parseOrThrow } from "../validation.js";
 
-export function chatRoutes(deps: Deps) {
-  const { settings } = deps;
+export function chatRoutes({ settings, ids, runs, requireAuth }: { settings: Settings; ids: Ids; runs: Runs; requireAuth: RequireAuth }) {
   const schema = chatRequestSchema(settings);
   const heartbeatMs = settings.SSE_HEARTBEAT_S * 1000;
 
-  return new Hono<HttpEnv>().post("/chat", requireAuth(deps, "chat.send"), async (c) => {
+  return new Hono<HttpEnv>().post("/chat", requireAuth("chat.send"), async (c) => {
     const caller = c.get("caller");
     const body = parseOrThrow(schema, await readJsonBody(c.req.raw, settings.MAX_REQUEST_BYTES), "body");
 
     let run: RunHandle | undefined;
     const sse = createSseStream({ heartbeatMs, onCancel: () => run?.cancel() });
-    run = await beginRun(deps, {
+    run = await runs.startTurn({
       caller,
-      threadId: body.thread_id ?? deps.ids.threadId(),
+      threadId: body.thread_id ?? ids.threadId(),
       message: body.message,
       metadata: (body.metadata ?? {}) as RunRecord["metadata"],
       emit: sse.send,

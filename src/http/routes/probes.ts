@@ -2,14 +2,15 @@
 import { Hono } from "hono";
 import { bearerToken } from "../../auth/policy.js";
 import { secretMatcher } from "../../auth/hashing.js";
-import type { Deps } from "../../deps.js";
+import type { Metrics } from "../../observability/metrics.js";
+import type { Settings } from "../../settings/parse.js";
+import type { Store } from "../../store/ports.js";
 import { notFound, unauthorized } from "../../problems.js";
 import type { HttpEnv } from "../env.js";
 
 const READY_TIMEOUT_MS = 2_000;
 
-export function probeRoutes(deps: Deps) {
-  const { settings, store, metrics } = deps;
+export function probeRoutes({ settings, store, metrics }: { settings: Settings; store: Store; metrics: Metrics }) {
   const metricsToken = settings.METRICS_TOKEN ? secretMatcher(settings.METRICS_TOKEN) : undefined;
 
   return new Hono<HttpEnv>()

@@ -1,6 +1,7 @@
 /** In-process Store: the default adapter and the reference the contract suite holds others to. */
-import type { ListTasksQuery, TaskRecord } from "../../a2a/types.js";
-import type { ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
+import type { ListTasksQuery, TaskRecord } from "../records/task.js";
+import type { ApprovalRecord, ListApprovalsQuery } from "../records/approval.js";
+import { LeaseLost } from "../../errors.js";
 import type { ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
 
 interface ThreadEntry {
@@ -15,15 +16,79 @@ export function createMemoryStore(): Store {
   const approvals = new Map<string, ApprovalRecord>();
   const tasks = new Map<string, TaskRecord>();
 
+  const createThread = (row: ThreadRow) => {
+    const existing = threads.get(row.thread_id);
+    if (existing) return { created: false, row: existing.row };
+    threads.set(row.thread_id, { row, messages: [], runs: new Set() });
+    return { created: true, row };
+  };
+  const append = (threadId: string, messages: readonly Message[], at: string) => {
+    const entry = threads.get(threadId);
+    if (!entry) return;
+    entry.messages.push(...messages);
+    entry.row = { ...entry.row, updated_at: at };
+  };
+  const approvalsOfRun = (runId: string) => [...approvals.values()].filter((a) => a.run_id === runId);
+  /** Paused, every approval decided, not resumed yet. */
+  const isDue = (run: RunRecord) => {
+    if (run.status !== "awaiting_approval" || run.resumed_by !== null) return false;
+    const asked = approvalsOfRun(run.run_id);
+    return asked.length > 0 && asked.every((a) => a.status !== "pending");
+  };
+  const newestFirst = (a: ApprovalRecord, b: ApprovalRecord) =>
+    a.created_at === b.created_at ? (a.approval_id < b.approval_id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1;
+
   return {
     async getThread(threadId) {
       return threads.get(threadId)?.row ?? null;
     },
     async createThread(row) {
-      const existing = threads.get(row.thread_id);
-      if (existing) return { created: false, row: existing.row };
-      threads.set(row.thread_id, { row, messages: [], runs: new Set() });
-      return { created: true, row };
+      return createThread(row);
+    },
+    async claimThread(row, lease, start) {
+      const { created, row: stored } = createThread(row);
+      const handle = await lease.port.acquire(row.thread_id, lease.holder, lease.ttlMs);
+      const started = created && handle !== null && start !== undefined;
+      if (started) {
+        runs.set(start.run.run_id, start.run);
+        threads.get(row.thread_id)?.runs.add(start.run.run_id);
+        append(row.thread_id, start.messages, start.run.created_at);
+      }
+      return { created, row: stored, lease: handle, started };
+    },
+    async finishRun(runId, end, last, handle, port) {
+      // In process the check and the writes run without a turn of the event loop between them.
+      if (!(await port.renew(handle, 1_000))) throw new LeaseLost();
+      append(handle.threadId, last.messages, last.at);
+      const run = runs.get(runId);
+      if (run) runs.set(runId, { ...run, ...end });
+      await port.release(handle);
+    },
+    async threadBlockers(threadId) {
+      const pending = [...approvals.values()].filter((a) => a.thread_id === threadId && a.status === "pending").sort(newestFirst);
+      const ids = threads.get(threadId)?.runs ?? new Set<string>();
+      const due = [...ids].flatMap((id) => runs.get(id) ?? []).filter(isDue).sort((a, b) => (a.created_at < b.created_at ? -1 : 1))[0] ?? null;
+      return { pending, due };
+    },
+    async dueRuns(limit) {
+      return [...runs.values()].filter(isDue).sort((a, b) => (a.created_at < b.created_at ? -1 : 1)).slice(0, limit);
+    },
+    async markResumed(runId, by) {
+      const run = runs.get(runId);
+      if (!run || run.resumed_by !== null) return false;
+      runs.set(runId, { ...run, resumed_by: by });
+      return true;
+    },
+    async findApproval(threadId, toolCallId, digest) {
+      for (const a of approvals.values()) if (a.thread_id === threadId && a.internal.tool_call_id === toolCallId && a.digest === digest) return a;
+      return null;
+    },
+    async markOutcomeUnknown(approvalId) {
+      const a = approvals.get(approvalId);
+      if (a && a.internal.result === null) approvals.set(approvalId, { ...a, outcome: "unknown" });
+    },
+    async markLostRuns() {
+      return 0;
     },
     async listThreads(query: ListThreadsQuery) {
       const rows: ThreadRow[] = [];
@@ -59,10 +124,7 @@ export function createMemoryStore(): Store {
       return [...(threads.get(threadId)?.messages ?? [])];
     },
     async appendMessages(threadId, messages, at) {
-      const entry = threads.get(threadId);
-      if (!entry) return;
-      entry.messages.push(...messages);
-      entry.row = { ...entry.row, updated_at: at };
+      append(threadId, messages, at);
     },
     async createRun(run: RunRecord, append) {
       runs.set(run.run_id, run);
@@ -100,7 +162,7 @@ export function createMemoryStore(): Store {
         if (v && a.requester !== v.requester && !v.roles.some((r) => a.approvers.includes(`role:${r}`))) continue;
         out.push(a);
       }
-      out.sort((a, b) => (a.created_at === b.created_at ? (a.approval_id < b.approval_id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+      out.sort(newestFirst);
       return out.slice(query.offset, query.offset + query.limit);
     },
     async decideApproval(approvalId, d) {
@@ -127,7 +189,7 @@ export function createMemoryStore(): Store {
     async recordApprovalResult(approvalId, result) {
       const a = approvals.get(approvalId);
       // The exact call is no longer needed once sent: keep only its answer.
-      if (a) approvals.set(approvalId, { ...a, internal: { ...a.internal, result, call: { query: [], body: undefined } } });
+      if (a) approvals.set(approvalId, { ...a, outcome: "sent", internal: { ...a.internal, result, call: { query: [], body: undefined } } });
     },
     async dueApprovals(now) {
       return [...approvals.values()].filter((a) => a.status === "pending" && a.expires_at <= now);

@@ -19,6 +19,17 @@ export class DatabaseUnavailable extends AppError {
   }
 }
 
+/**
+ * Server-side limits of every statement. The server cancels a statement that waits on a lock
+ * longer than LOCK_TIMEOUT_MS or runs longer than STATEMENT_TIMEOUT_MS and rolls it back, well
+ * before the guard's own deadline (health.ts: 2 s once the database is known down, 3 s while up)
+ * gives up on the answer: so a 503 means the statement did nothing, and a retry works at once.
+ * (A deadline raced on the client alone leaves the statement running on the server, where it
+ * may still commit after the caller was told it failed.)
+ */
+export const STATEMENT_TIMEOUT_MS = 1_800;
+export const LOCK_TIMEOUT_MS = 1_500;
+
 export interface ConnectOptions {
   readonly dsn: string;
   readonly min: number;
@@ -48,20 +59,79 @@ export function connect(options: ConnectOptions): Sql {
     onnotice: () => {},
     connection: {
       application_name: "agent-service",
+      statement_timeout: STATEMENT_TIMEOUT_MS,
+      lock_timeout: LOCK_TIMEOUT_MS,
       ...(options.schema ? { search_path: options.schema } : {}),
     },
     transform: { undefined: null },
   });
 }
 
-/** Tables and columns, created if missing (spec 9: ADD COLUMN IF NOT EXISTS). */
-export async function migrate(sql: Sql, schema: string | undefined): Promise<void> {
-  // Replicas starting together would race on CREATE ... IF NOT EXISTS: one at a time.
-  await sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(4242001)`;
-    if (schema) await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, "")}"`);
-    await tx.unsafe(DDL);
-  });
+/**
+ * Tables and columns, created if missing (spec 9: ADD COLUMN IF NOT EXISTS). A replica starting
+ * while the schema is current changes nothing and takes no lock but the catalog's: `ALTER TABLE
+ * ... IF NOT EXISTS` takes an exclusive table lock even when it changes nothing, and queued
+ * behind a long transaction (a backup, a report) it would stall every other replica's queries on
+ * that table. When something is missing, one replica at a time (an advisory lock) applies the
+ * DDL with a short lock timeout, retrying, so a waiting migration never holds others up long.
+ */
+export async function migrate(sql: Sql, schema: string | undefined, options: { retries?: number; lockTimeoutMs?: number } = {}): Promise<void> {
+  if (await schemaIsCurrent(sql, schema)) return;
+  const retries = options.retries ?? 20;
+  const lockTimeout = options.lockTimeoutMs ?? 500;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await sql.begin(async (tx) => {
+        await tx.unsafe(`SET LOCAL lock_timeout = ${lockTimeout}`);
+        await tx.unsafe(`SET LOCAL statement_timeout = 0`);
+        await tx`SELECT pg_advisory_xact_lock(4242001)`;
+        if (schema) await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, "")}"`);
+        // Another replica may have brought the schema up to date while this one waited.
+        if (await schemaIsCurrent(tx, schema)) return;
+        await tx.unsafe(DDL);
+      });
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== "55P03" || attempt >= retries) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** Math.min(attempt, 4))));
+    }
+  }
+}
+
+/** Every table, column, index and sequence the DDL makes, and the lease table's fillfactor. */
+const EXPECTED = {
+  columns: {
+    threads: ["thread_id", "owner", "created_at", "updated_at", "actor"],
+    messages: ["thread_id", "seq", "message"],
+    runs: ["run_id", "thread_id", "status", "principal_hash", "created_at", "updated_at", "error_type", "error_id", "actor", "metadata", "usage", "ended_at", "latency_ms", "resumed_from", "resumed_by"],
+    approvals: ["approval_id", "thread_id", "run_id", "status", "requester", "approvers", "created_at", "expires_at", "shown", "internal", "requester_actor"],
+    a2a_tasks: ["task_id", "context_id", "owner", "state", "created_at", "updated_at", "actor", "status_parts", "artifacts", "approval_ids", "run_id", "instance_id"],
+    leases: ["thread_id", "holder", "generation", "expires_at"],
+  } as Record<string, string[]>,
+  indexes: ["threads_owner_updated", "threads_updated", "runs_thread", "runs_running", "runs_paused", "approvals_thread", "approvals_run", "approvals_pending", "a2a_tasks_owner", "a2a_tasks_context"],
+  sequences: ["lease_generation"],
+};
+
+/** Reads the catalog only: no table lock is taken. */
+async function schemaIsCurrent(sql: Sql | postgres.TransactionSql, schema: string | undefined): Promise<boolean> {
+  const ns = schema ?? null;
+  const rows = await sql`
+    SELECT c.relname AS name, c.relkind AS kind, c.reloptions AS options,
+      array_remove(array_agg(a.attname::text), NULL) AS columns
+    FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+    WHERE n.nspname = coalesce(${ns}::text, current_schema()) AND c.relkind IN ('r', 'i', 'S')
+    GROUP BY c.relname, c.relkind, c.reloptions`;
+  const found = new Map(rows.map((r) => [r.name as string, r]));
+  for (const [table, columns] of Object.entries(EXPECTED.columns)) {
+    const have = found.get(table);
+    if (!have || have.kind !== "r") return false;
+    const cols = new Set(have.columns as string[]);
+    if (!columns.every((c) => cols.has(c))) return false;
+  }
+  if (!((found.get("leases")?.options as string[] | null) ?? []).includes("fillfactor=50")) return false;
+  return EXPECTED.indexes.every((i) => found.get(i)?.kind === "i") && EXPECTED.sequences.every((q) => found.get(q)?.kind === "S");
 }
 
 const DDL = `
@@ -101,6 +171,7 @@ const DDL = `
     ALTER TABLE runs ADD COLUMN IF NOT EXISTS resumed_by text;
     CREATE INDEX IF NOT EXISTS runs_thread ON runs (thread_id);
     CREATE INDEX IF NOT EXISTS runs_running ON runs (status) WHERE status = 'running';
+    CREATE INDEX IF NOT EXISTS runs_paused ON runs (thread_id) WHERE status = 'awaiting_approval' AND resumed_by IS NULL;
 
     CREATE TABLE IF NOT EXISTS approvals (
       approval_id text PRIMARY KEY,

@@ -30,6 +30,17 @@ const CONNECTION_CODES = new Set([
   "08004",
 ]);
 
+/**
+ * The server cancelled the statement and rolled it back (statement or lock timeout, a deadlock):
+ * nothing was done, the database is up. Answered 503 like an outage, without marking it down.
+ */
+const CANCELLED_CODES = new Set(["57014", "55P03", "40P01"]);
+
+export function isCancelledStatement(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" && CANCELLED_CODES.has(code);
+}
+
 export function isConnectionError(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return typeof code === "string" && CONNECTION_CODES.has(code);
@@ -39,7 +50,9 @@ export function createGuard(logger: Logger, onHealth: (up: boolean) => void): Gu
   let up = true;
   const guard = async <T>(work: () => Promise<T>): Promise<T> => {
     // A connection that stops answering mid-query is only noticed by a deadline of our own:
-    // 3 s while healthy, 2 s once the database is known down (spec 7.1).
+    // 3 s while healthy, 2 s once the database is known down (spec 7.1). A statement that is
+    // merely slow or waits on a lock is cancelled by the server first (connect.ts), so this
+    // deadline only fires when the server itself stopped answering.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(Object.assign(new Error("query timed out"), { code: "QUERY_TIMEOUT" })), up ? 3_000 : 2_000);
@@ -55,6 +68,10 @@ export function createGuard(logger: Logger, onHealth: (up: boolean) => void): Gu
       }
       return result;
     } catch (error) {
+      if (isCancelledStatement(error)) {
+        logger.warning("database statement cancelled", { error_code: String((error as { code?: unknown }).code) });
+        throw new DatabaseUnavailable({ cause: error });
+      }
       if (!isConnectionError(error)) throw error;
       if (up) {
         up = false;

@@ -9,18 +9,14 @@
  * (a CTE the thread's write waits on with `(SELECT count(*) FROM l) >= 0`), so two such
  * statements never wait on each other in a circle.
  */
-import type { TaskRecord } from "../../a2a/types.js";
-import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../../approvals/types.js";
-import type { LeaseHandle, ListThreadsQuery, Message, RunEnd, RunRecord, RunStart, Store, ThreadRow } from "../ports.js";
+import type { TaskRecord } from "../records/task.js";
+import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../records/approval.js";
+import { LeaseLost } from "../../errors.js";
+import type { Claimed, LeaseHandle, ListThreadsQuery, Message, RunEnd, RunRecord, RunStart, Store, ThreadRow } from "../ports.js";
 import { batcher } from "./batch.js";
 import type { Sql } from "./connect.js";
 import type { Guard } from "./health.js";
 import type { Logger } from "../../observability/logger.js";
-
-/** A fenced write found the lease gone: the run stops as interrupted. */
-export class LeaseLost extends Error {
-  override name = "LeaseLost";
-}
 
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString().replace("Z", "+00:00"));
 
@@ -90,8 +86,15 @@ function taskOf(r: Row): TaskRecord {
 }
 
 function approvalOf(r: Row): ApprovalRecord {
-  return { ...(r.shown as Omit<ApprovalRecord, "internal">), internal: r.internal as ApprovalRecord["internal"] };
+  // Rows written before `outcome` existed read as null.
+  const shown = r.shown as Omit<ApprovalRecord, "internal">;
+  return { ...shown, outcome: shown.outcome ?? null, internal: r.internal as ApprovalRecord["internal"] };
 }
+
+/** A paused run every approval of which is decided and that no run resumed yet (alias r). */
+const DUE = `r.status = 'awaiting_approval' AND r.resumed_by IS NULL
+  AND EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.run_id)
+  AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.run_id AND a.status = 'pending')`;
 
 interface Claim {
   readonly row: ThreadRow;
@@ -99,7 +102,6 @@ interface Claim {
   readonly ttlMs: number;
   readonly start: RunStart | undefined;
 }
-type Claimed = Awaited<ReturnType<NonNullable<Store["claimThread"]>>>;
 
 interface Finish {
   readonly runId: string;
@@ -137,7 +139,7 @@ const RUN_COLUMNS: Record<string, string> = {
   resumed_by: "resumed_by",
 };
 
-export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Store {
+export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Omit<Store, "markLostRuns"> {
   const json = (v: unknown) => sql.json((hasNul(v) ? withoutNul(v) : v) as never);
   const batching = (kind: string) => ({
     inFlight: 2,
@@ -298,7 +300,8 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Sto
         RETURNING *, (xmax = 0) AS created`;
       return { created: Boolean(r!.created), row: threadOf(r!) };
     }),
-    claimThread: (row, holder, ttlMs, start) => guard(() => claim({ row, holder, ttlMs, start })),
+    // The lease port given is this store's own (its leases live in the same database).
+    claimThread: (row, lease, start) => guard(() => claim({ row, holder: lease.holder, ttlMs: lease.ttlMs, start })),
     listThreads: (q: ListThreadsQuery) => guard(async () => {
       const rows = await sql`
         SELECT * FROM threads
@@ -341,7 +344,7 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Sto
           ),
           upd AS (UPDATE threads SET updated_at = ${at} WHERE thread_id = ${id})
           SELECT count(*)::int AS n FROM ins`;
-      if (fence && r!.n !== messages.length) throw new LeaseLost("the thread's lease moved on; the write was refused");
+      if (fence && r!.n !== messages.length) throw new LeaseLost();
     }),
     createRun: (run, append) => guard(async () => {
       if (append && append.messages.length > 0) {
@@ -366,7 +369,7 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Sto
           ),
           upd AS (UPDATE threads SET updated_at = ${append.at} WHERE thread_id = ${run.thread_id} AND EXISTS (SELECT 1 FROM fence))
           SELECT count(*)::int AS n FROM ins`;
-        if (r!.n !== append.messages.length) throw new LeaseLost("the thread's lease moved on; the write was refused");
+        if (r!.n !== append.messages.length) throw new LeaseLost();
         return;
       }
       await sql`
@@ -377,7 +380,7 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Sto
                 ${run.ended_at}, ${run.latency_ms}, ${run.resumed_from}, ${run.resumed_by})`;
     }),
     finishRun: (runId, end, append, lease) => guard(async () => {
-      if (!(await finish({ runId, end, append, lease }))) throw new LeaseLost("the thread's lease moved on; the write was refused");
+      if (!(await finish({ runId, end, append, lease }))) throw new LeaseLost();
     }),
     updateRun: (runId, patch) => guard(async () => {
       const values: Record<string, unknown> = {};
@@ -439,8 +442,41 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Sto
     recordApprovalResult: (id, result) => guard(async () => {
       // The exact call is no longer needed once sent: keep only its answer.
       await sql`
-        UPDATE approvals SET internal = internal || ${sql.json({ result: withoutNul(result), call: { query: [], body: null } } as never)}
+        UPDATE approvals SET internal = internal || ${sql.json({ result: withoutNul(result), call: { query: [], body: null } } as never)},
+          shown = shown || '{"outcome": "sent"}'
         WHERE approval_id = ${id}`;
+    }),
+    markOutcomeUnknown: (id) => guard(async () => {
+      await sql`
+        UPDATE approvals SET shown = shown || '{"outcome": "unknown"}'
+        WHERE approval_id = ${id} AND coalesce(internal->'result', 'null'::jsonb) = 'null'::jsonb`;
+    }),
+    findApproval: (threadId, toolCallId, digest) => guard(async () => {
+      const [r] = await sql`
+        SELECT shown, internal FROM approvals
+        WHERE thread_id = ${threadId} AND internal->>'tool_call_id' = ${toolCallId} AND shown->>'digest' = ${digest}
+        LIMIT 1`;
+      return r ? approvalOf(r) : null;
+    }),
+    threadBlockers: (threadId) => guard(async () => {
+      const rows = await sql`
+        SELECT 'pending' AS kind, shown, internal, NULL::jsonb AS run FROM approvals
+        WHERE thread_id = ${threadId} AND status = 'pending'
+        UNION ALL
+        SELECT 'due', NULL, NULL, to_jsonb(r) FROM runs r WHERE r.thread_id = ${threadId} AND ${sql.unsafe(DUE)}`;
+      const pending = rows.filter((r) => r.kind === "pending").map(approvalOf);
+      pending.sort((a, b) => (a.created_at === b.created_at ? (a.approval_id < b.approval_id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
+      const due = rows.filter((r) => r.kind === "due").map((r) => runOf(r.run as Row));
+      due.sort((a, b) => (a.created_at < b.created_at ? -1 : 1));
+      return { pending, due: due[0] ?? null };
+    }),
+    dueRuns: (limit) => guard(async () => {
+      const rows = await sql`SELECT * FROM runs r WHERE ${sql.unsafe(DUE)} ORDER BY r.created_at LIMIT ${limit}`;
+      return rows.map(runOf);
+    }),
+    markResumed: (runId, by) => guard(async () => {
+      const rows = await sql`UPDATE runs SET resumed_by = ${by} WHERE run_id = ${runId} AND resumed_by IS NULL RETURNING 1`;
+      return rows.length > 0;
     }),
     dueApprovals: (now) => guard(async () => {
       const rows = await sql`SELECT shown, internal FROM approvals WHERE status = 'pending' AND expires_at <= ${now} ORDER BY expires_at LIMIT 500`;

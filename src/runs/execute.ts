@@ -1,0 +1,352 @@
+/**
+ * One run from its record to its end (spec 3.1): lease renewal, wall-clock timeout, cancellation,
+ * the agent loop, and the final status in the record, the metrics and the end-of-run log line.
+ * The transport (SSE, A2A) supplies `emit` and tells the run when its client is gone.
+ */
+import type { RunEvent, SseErrorCode, Usage } from "../agent/events.js";
+import { closeOpenToolCalls, runLoop, type StructuredAnswers } from "../agent/loop.js";
+import { publicApproval, type PublicApproval } from "../approvals/view.js";
+import type { Caller } from "../auth/caller.js";
+import { publicPrincipal } from "../auth/principal.js";
+import { isoTime } from "../clock.js";
+import { hasCode, isAppError } from "../errors.js";
+import type { Logger } from "../observability/logger.js";
+import { noPolicyClient } from "../policy/types.js";
+import type { LeaseHandle, Message, RunRecord, RunStatus, ToolCall } from "../store/ports.js";
+import type { RunsContext } from "./context.js";
+
+/** Why a run was stopped from outside its loop. */
+type StopKind = "timeout" | "cancelled" | "interrupted" | "lease_lost";
+
+class RunStopped extends Error {
+  constructor(readonly kind: StopKind) {
+    super(`run ${kind}`);
+    this.name = "RunStopped";
+  }
+}
+
+/** A run resumed after the decisions on a paused run: the tool calls that waited run first. */
+export interface ResumeOf {
+  readonly approvalId: string;
+  readonly decision: "approve" | "reject" | "expired";
+  readonly pausedRunId: string;
+}
+
+export interface RunInput {
+  readonly caller: Caller;
+  readonly threadId: string;
+  /** The user's message; absent when the run resumes after an approval decision. */
+  readonly message?: string;
+  readonly resume?: ResumeOf;
+  readonly metadata: RunRecord["metadata"];
+  readonly lease: LeaseHandle;
+  readonly emit: (event: RunEvent) => void;
+  /** The request's logger (request id, principal hash, actor already bound). */
+  readonly logger: Logger;
+  /** Added to the system prompt for this run. */
+  readonly systemNote?: string;
+  /** The thread was created for this run: it has no history to read. */
+  readonly freshThread?: boolean;
+  /** The user's own words for require_user_mentioned (defaults to the message; A2A sets it). */
+  readonly userWords?: string | undefined;
+  /** Made (and written with the thread's claim) before the run started: see openRun. */
+  readonly opening?: RunOpening;
+}
+
+/** What a run writes first: its record and, on a thread made for it, the user message. */
+export interface RunOpening {
+  readonly runId: string;
+  readonly record: RunRecord;
+  readonly firstMessage: Message | undefined;
+  /** Already stored (with the thread's claim): executeRun does not write them again. */
+  readonly recorded: boolean;
+}
+
+type OpeningInput = Pick<RunInput, "caller" | "threadId" | "message" | "resume" | "metadata" | "freshThread">;
+
+export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningInput): Omit<RunOpening, "recorded"> {
+  const runId = ctx.ids.runId();
+  const at = isoTime(ctx.clock.now());
+  // On a thread made for this run the user message needs no history: it is written with the record.
+  const firstMessage: Message | undefined =
+    input.freshThread && !input.resume ? { id: ctx.ids.messageId(), role: "user", content: input.message ?? "" } : undefined;
+  const record: RunRecord = {
+    run_id: runId,
+    thread_id: input.threadId,
+    status: "running",
+    error_type: null,
+    error_id: null,
+    principal_hash: input.caller.hash,
+    actor: input.caller.principal.actor?.id ?? null,
+    metadata: input.metadata,
+    usage: { input_tokens: 0, output_tokens: 0 },
+    created_at: at,
+    updated_at: at,
+    ended_at: null,
+    latency_ms: null,
+    resumed_from: input.resume?.pausedRunId ?? null,
+    resumed_by: null,
+  };
+  return { runId, record, firstMessage };
+}
+
+export interface RunHandle {
+  readonly runId: string;
+  /** The client went away: the run stops as `cancelled`. */
+  cancel(): void;
+  /** Resolves with the final status once everything is written and the lease released. */
+  readonly done: Promise<RunStatus>;
+}
+
+interface Ending {
+  readonly status: RunStatus;
+  readonly errorType: string | null;
+  readonly errorId: string | null;
+}
+
+export async function executeRun(ctx: RunsContext, input: RunInput): Promise<RunHandle> {
+  const { store, clock, ids, metrics } = ctx;
+  const { caller, threadId, lease, emit } = input;
+  const opening = input.opening ?? { ...openRun(ctx, input), recorded: false };
+  const { runId, firstMessage } = opening;
+  const started = performance.now();
+  const logger = input.logger.child({ run_id: runId, thread_id: threadId });
+  if (!opening.recorded)
+    await store.createRun(opening.record, firstMessage ? { messages: [firstMessage], at: opening.record.created_at, fence: lease } : undefined);
+  metrics.activeRuns.inc();
+
+  const controller = new AbortController();
+  const stop = (kind: StopKind) => {
+    if (!controller.signal.aborted) controller.abort(new RunStopped(kind));
+  };
+  const stopTimer = watch(ctx, lease, started, stop);
+
+  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  // The last answer, the final record and the lease's release are one write; the stream's
+  // message.end follows it, so a reader who sees it finds the answer stored.
+  let finished = false;
+  const execute = async (): Promise<Ending> => {
+    emit({
+      type: "message.start",
+      thread_id: threadId,
+      run_id: runId,
+      ...(input.resume ? { approval_id: input.resume.approvalId, decision: input.resume.decision } : {}),
+    });
+    try {
+      const persist = async (batch: readonly Message[]) => {
+        // A stopped run writes nothing more (a lost lease may already belong to another run).
+        controller.signal.throwIfAborted();
+        await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
+      };
+      const { messages, resume } = await conversation(ctx, input, firstMessage, persist);
+      const model = ctx.agent.model();
+      const result = await runLoop({
+        deferFinal: true,
+        model,
+        system: input.systemNote ? `${ctx.agent.system}\n\n${input.systemNote}` : ctx.agent.system,
+        tools: ctx.agent.tools,
+        recursionLimit: ctx.limits.recursionLimit,
+        dev: ctx.limits.dev,
+        signal: controller.signal,
+        ids,
+        logger,
+        messages,
+        emit,
+        persist,
+        toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(input.userWords ?? input.message ?? lastUserWords(messages)) },
+        apiFor: ctx.agent.policyClient
+          ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
+          : () => noPolicyClient,
+        isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
+        ...structuredFor(ctx, model.structuredOutput),
+        ...(resume
+          ? {
+              resume: {
+                ...resume,
+                // The waiting calls are carried out and their results written: only now is the
+                // paused run resumed for good. A run cut before this leaves it due, and the next
+                // holder of the thread (or the recovery sweep) resumes it again.
+                done: async () => void (await store.markResumed(input.resume!.pausedRunId, runId)),
+              },
+            }
+          : {}),
+      });
+      Object.assign(usage, result.usage);
+      if (result.final && result.final.length > 0) {
+        if (controller.signal.aborted) throw controller.signal.reason;
+        const at = isoTime(clock.now());
+        await store.finishRun(
+          runId,
+          { status: result.status, error_type: null, error_id: null, usage, updated_at: at, ended_at: at, latency_ms: Math.round(performance.now() - started) },
+          { messages: result.final, at },
+          lease,
+          ctx.leases.port,
+        );
+        finished = true;
+      }
+      const waiting = result.status === "awaiting_approval" ? await pendingApprovals(ctx, runId) : [];
+      emit({
+        type: "message.end",
+        thread_id: threadId,
+        run_id: runId,
+        usage: { ...usage },
+        latency_ms: Math.round(performance.now() - started),
+        status: result.status,
+        ...(waiting.length > 0 ? { approval: waiting[0], approvals: waiting } : {}),
+        ...(result.structured !== undefined ? { structured_response: result.structured } : {}),
+      });
+      return { status: result.status, errorType: null, errorId: null };
+    } catch (error) {
+      return failed(ctx, error, controller.signal, { emit, logger, runId });
+    }
+  };
+
+  const done = execute().then(async ({ status, errorType, errorId }) => {
+    stopTimer();
+    const latencyMs = Math.round(performance.now() - started);
+    metrics.activeRuns.dec();
+    metrics.runs.inc({ status });
+    metrics.runDuration.observe(latencyMs / 1000);
+    metrics.tokens.inc({ kind: "input" }, usage.input_tokens);
+    metrics.tokens.inc({ kind: "output" }, usage.output_tokens);
+    const endedAt = isoTime(clock.now());
+    ctx.pauses.forget(runId);
+    // The record and the lease are independent: written side by side (unless finished together).
+    if (!finished)
+      await Promise.all([
+        store.updateRun(runId, { status, error_type: errorType, error_id: errorId, usage, updated_at: endedAt, ended_at: endedAt, latency_ms: latencyMs }).catch((error: unknown) => {
+          logger.warning("run record not updated", { error_type: error instanceof Error ? error.name : "Error" });
+        }),
+        ctx.leases.release(lease),
+      ]);
+    logger.info("run ended", { status, latency_ms: latencyMs });
+    return status;
+  });
+
+  const registered = { interrupt: () => stop("interrupted"), done: done.then(() => undefined) };
+  ctx.registry.add(registered);
+  void done.finally(() => ctx.registry.delete(registered));
+  return { runId, cancel: () => stop("cancelled"), done };
+}
+
+/**
+ * One timer per run serves both the wall clock and the lease renewal. A renewal that fails or
+ * finds the lease gone stops the run before it writes again (spec 8).
+ */
+function watch(ctx: RunsContext, lease: LeaseHandle, started: number, stop: (kind: StopKind) => void): () => void {
+  const deadline = started + ctx.limits.runTimeoutS * 1000;
+  const { renewMs } = ctx.leases.timings;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tick = () => {
+    const now = performance.now();
+    if (now >= deadline) return stop("timeout");
+    if (now - started >= renewMs)
+      ctx.leases.renew(lease).then(
+        (held) => held || stop("lease_lost"),
+        () => stop("lease_lost"),
+      );
+    timer = setTimeout(tick, Math.min(renewMs, deadline - now));
+  };
+  timer = setTimeout(tick, Math.min(renewMs, deadline - started));
+  return () => clearTimeout(timer);
+}
+
+/** The messages the model starts from, and the calls a resumed run carries out first. */
+async function conversation(
+  ctx: RunsContext,
+  input: RunInput,
+  firstMessage: Message | undefined,
+  persist: (batch: readonly Message[]) => Promise<void>,
+): Promise<{ messages: Message[]; resume: { calls: ToolCall[]; reason: string } | undefined }> {
+  if (firstMessage) return { messages: [firstMessage], resume: undefined };
+  const history = input.freshThread ? [] : await ctx.store.getMessages(input.threadId);
+  if (input.resume) return { messages: history, resume: waitingCalls(history) };
+  const repairs = closeOpenToolCalls(history, ctx.ids);
+  const user: Message = { id: ctx.ids.messageId(), role: "user", content: input.message ?? "" };
+  await persist([...repairs, user]);
+  return { messages: [...history, ...repairs, user], resume: undefined };
+}
+
+function structuredFor(ctx: RunsContext, modelCanStructure: boolean | undefined): { structured?: StructuredAnswers } {
+  const rs = ctx.agent.responseSchema;
+  if (!rs) return {};
+  const strategy = rs.strategy === "tool" || (rs.strategy === "auto" && !modelCanStructure) ? "tool" : "provider";
+  return { structured: { schema: rs.schema, checker: rs.checker, strategy } };
+}
+
+/** How a run that threw ends: its status, the error event its stream gets, the log line. */
+function failed(
+  ctx: RunsContext,
+  error: unknown,
+  signal: AbortSignal,
+  { emit, logger, runId }: { emit: (event: RunEvent) => void; logger: Logger; runId: string },
+): Ending {
+  const stopped = signal.aborted ? (signal.reason as RunStopped) : undefined;
+  if (stopped?.kind === "cancelled" || stopped?.kind === "interrupted") return { status: stopped.kind, errorType: null, errorId: null };
+  const errorId = ctx.ids.errorId();
+  if (stopped?.kind === "lease_lost" || hasCode(error, "lease_lost")) {
+    // Another run may hold the thread now: this one stops without writing again (spec 8), and
+    // says so (7.2 unavailable: it could no longer confirm it was the only run on the thread).
+    logger.warning("run stopped: the thread's lease was lost", { error_id: errorId });
+    emit(errorEvent("unavailable", `The run could no longer confirm it was the only run on the thread. Reference: ${errorId}.`, errorId, runId));
+    return { status: "interrupted", errorType: "LeaseLost", errorId };
+  }
+  if (hasCode(error, "unavailable")) {
+    logger.warning("run failed: database unreachable", { error_id: errorId });
+    emit(errorEvent("unavailable", `The database is unreachable. Reference: ${errorId}.`, errorId, runId));
+    return { status: "error", errorType: (error as Error).name, errorId };
+  }
+  if (hasCode(error, "invalid_structured_response")) {
+    logger.warning("no answer fitted the response schema", { error_id: errorId });
+    emit(errorEvent("invalid_structured_response", `No answer fitted the response schema. Reference: ${errorId}.`, errorId, runId));
+    return { status: "error", errorType: (error as Error).name, errorId };
+  }
+  if (stopped?.kind === "timeout") {
+    emit(errorEvent("timeout", "The run took longer than RUN_TIMEOUT_S and was stopped.", errorId, runId));
+    return { status: "timeout", errorType: "Timeout", errorId };
+  }
+  const dev = ctx.limits.dev;
+  const errorType = error instanceof Error ? error.name : "Error";
+  logger.error("run failed", { error_id: errorId, error_type: errorType, ...(dev ? { detail: detailOf(error) } : {}) });
+  // A configuration error names the missing setting (never a value), so the caller can act on it.
+  const message = isAppError(error) && error.code === "configuration" ? `${error.message} Reference: ${errorId}.` : `The run failed. Reference: ${errorId}.`;
+  emit({ ...errorEvent("run_failed", message, errorId, runId), ...(dev ? { detail: detailOf(error) } : {}) });
+  return { status: "error", errorType, errorId };
+}
+
+/** The tool calls of the last tool turn that have no result yet: they waited for a decision. */
+function waitingCalls(history: readonly Message[]): { calls: ToolCall[]; reason: string } {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const m = history[i]!;
+    if (m.role !== "assistant" || !m.tool_calls?.length) continue;
+    const answered = new Set(history.slice(i + 1).flatMap((r) => (r.role === "tool" ? [r.tool_call_id] : [])));
+    return { calls: m.tool_calls.filter((c) => !answered.has(c.id)), reason: m.content };
+  }
+  return { calls: [], reason: "" };
+}
+
+/** This run's approvals, in the order they were asked, as the stream shows them. */
+async function pendingApprovals(ctx: RunsContext, runId: string): Promise<PublicApproval[]> {
+  const ids = ctx.pauses.approvalIds(runId);
+  const records = await Promise.all(ids.map((id) => ctx.store.getApproval(id)));
+  return records.flatMap((r) => (r ? [publicApproval(r)] : []));
+}
+
+/** A resumed run acts on the words of the request that paused it. */
+function lastUserWords(history: readonly Message[]): string | undefined {
+  for (let i = history.length - 1; i >= 0; i--) if (history[i]!.role === "user") return history[i]!.content;
+  return undefined;
+}
+
+function mentionCheck(words: string | undefined): (value: string) => boolean {
+  const haystack = (words ?? "").toLowerCase();
+  return (value) => value.trim() !== "" && haystack.includes(value.trim().toLowerCase());
+}
+
+function errorEvent(code: SseErrorCode, message: string, errorId: string, runId: string): RunEvent {
+  return { type: "error", code, message, error_id: errorId, run_id: runId };
+}
+
+function detailOf(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

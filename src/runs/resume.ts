@@ -1,0 +1,134 @@
+/**
+ * Resuming a paused run once every approval it waits for is decided (spec 3.1, 3.2). A new run
+ * takes the thread's lease, acts as the requester (rebuilt from the approval, without
+ * credentials, when someone else decided) and carries out the tool calls that waited, then the
+ * model goes on. Whoever holds the thread next resumes a due run before anything else: the
+ * decider when it gets the lease, else the chat that took the thread, else the recovery sweep.
+ */
+import type { RunEvent } from "../agent/events.js";
+import { outcomeCollector, type RunOutcome } from "../agent/outcome.js";
+import type { ApprovalRecord } from "../approvals/types.js";
+import type { Caller } from "../auth/caller.js";
+import { ACTIONS, type Principal } from "../auth/principal.js";
+import type { Logger } from "../observability/logger.js";
+import type { LeaseHandle, RunRecord } from "../store/ports.js";
+import type { RunsContext } from "./context.js";
+import { executeRun, type RunHandle } from "./execute.js";
+import { handOver } from "./leases.js";
+
+export type ResumeOutcome =
+  | { readonly kind: "started"; readonly run: RunHandle }
+  /** Other approvals of the run are still pending. */
+  | { readonly kind: "waiting" }
+  /** The thread is busy: its next holder (or the recovery sweep) resumes the run. */
+  | { readonly kind: "queued" }
+  /** Nothing to resume: another run resumed it already. */
+  | { readonly kind: "nothing" };
+
+/** Called when a resumed run has ended: A2A tasks waiting on the approval take its outcome. */
+export type ResumeListener = (approval: ApprovalRecord, outcome: RunOutcome) => Promise<void> | void;
+
+interface ResumeStream {
+  readonly emit: (event: RunEvent) => void;
+  readonly logger: Logger;
+  /** The decider, when a person or agent decided just now (null for expiry and recovery). */
+  readonly decider: Caller | null;
+}
+
+export interface Resumer {
+  /** With the thread's lease already held: resumes `paused` if it is still due, else lets the lease go. */
+  resumeHeld(handle: LeaseHandle, paused: RunRecord, stream: ResumeStream): Promise<RunHandle | null>;
+  /** After a decision: resumes the run if this was its last pending approval and the thread can be had within `waitMs`. */
+  afterDecision(approval: ApprovalRecord, stream: ResumeStream, waitMs: number): Promise<ResumeOutcome>;
+  onResumed(listener: ResumeListener): void;
+}
+
+export function createResumer(ctx: RunsContext): Resumer {
+  const listeners: ResumeListener[] = [];
+
+  const resumeHeld: Resumer["resumeHeld"] = (handle, paused, stream) =>
+    handOver(ctx.leases, handle, async () => {
+      const [run, approvals] = await Promise.all([ctx.store.getRun(paused.run_id), ctx.store.listApprovals({ run_id: paused.run_id, limit: 100, offset: 0 })]);
+      const deciding = lastDecided(approvals);
+      if (!run || run.status !== "awaiting_approval" || run.resumed_by !== null || !deciding || approvals.some((a) => a.status === "pending")) {
+        await ctx.leases.release(handle);
+        return null;
+      }
+      const collector = outcomeCollector();
+      const started = await executeRun(ctx, {
+        caller: actingCaller(stream.decider, deciding),
+        threadId: run.thread_id,
+        metadata: run.metadata,
+        lease: handle,
+        emit: (event) => {
+          collector.observe(event);
+          stream.emit(event);
+        },
+        logger: stream.logger.child({ approval_id: deciding.approval_id }),
+        resume: { approvalId: deciding.approval_id, decision: decisionOf(deciding), pausedRunId: run.run_id },
+      });
+      // Whoever decided (HTTP, A2A, expiry) and whoever resumed, tasks waiting on it take the outcome.
+      void started.done.then(async () => {
+        for (const listener of listeners) {
+          try {
+            await listener(deciding, collector.outcome());
+          } catch (error) {
+            ctx.logger.warning("settling after a resumed run failed", { error_type: error instanceof Error ? error.name : "Error" });
+          }
+        }
+      });
+      return started;
+    });
+
+  return {
+    resumeHeld,
+    async afterDecision(approval, stream, waitMs) {
+      const pending = await ctx.store.listApprovals({ run_id: approval.run_id, status: "pending", limit: 1, offset: 0 });
+      if (pending.length > 0) return { kind: "waiting" };
+      const handle = await ctx.leases.take(approval.thread_id, "resume", waitMs);
+      if (!handle) return { kind: "queued" };
+      const paused = await handOver(ctx.leases, handle, () => ctx.store.getRun(approval.run_id));
+      if (!paused) {
+        await ctx.leases.release(handle);
+        return { kind: "nothing" };
+      }
+      const run = await resumeHeld(handle, paused, stream);
+      return run ? { kind: "started", run } : { kind: "nothing" };
+    },
+    onResumed: (listener) => void listeners.push(listener),
+  };
+}
+
+/** The approval decided last: the resumed run's message.start names it. */
+function lastDecided(approvals: readonly ApprovalRecord[]): ApprovalRecord | undefined {
+  let last: ApprovalRecord | undefined;
+  for (const a of approvals) if (a.decided_at !== null && (!last || a.decided_at >= last.decided_at!)) last = a;
+  return last;
+}
+
+function decisionOf(a: ApprovalRecord): "approve" | "reject" | "expired" {
+  return a.status === "approved" ? "approve" : a.status === "expired" ? "expired" : "reject";
+}
+
+/**
+ * The resumed run acts as the requester: the decider itself only when it is that same principal
+ * through the same agent (so it keeps its credentials), else rebuilt from the approval.
+ */
+function actingCaller(decider: Caller | null, approval: ApprovalRecord): Caller {
+  const same = decider !== null && decider.hash === approval.requester && (decider.principal.actor?.id ?? null) === approval.requester_actor;
+  return same ? decider : requesterOf(approval);
+}
+
+/** The requester rebuilt from the approval: public fields, every permission, no credentials. */
+function requesterOf(approval: ApprovalRecord): Caller {
+  const p = approval.internal.requester_principal;
+  const principal: Principal = {
+    id: p.id,
+    roles: p.roles,
+    permissions: new Set(ACTIONS),
+    attributes: p.attributes,
+    credentials: {},
+    actor: p.actor,
+  };
+  return { principal, hash: approval.requester, readAcross: false };
+}

@@ -1,0 +1,25 @@
+/**
+ * Thread retention (RETENTION_DAYS, spec 2.10): hourly, best effort, on every replica. Each idle
+ * thread is deleted under its lease, after checking again that it is still idle, so a thread
+ * that came back to life in the meantime is kept.
+ */
+import { isoTime } from "../clock.js";
+import type { RunsContext } from "./context.js";
+import { withThreadLease } from "./leases.js";
+
+const BATCH = 100;
+
+export async function sweepRetention(ctx: Pick<RunsContext, "store" | "leases" | "clock" | "logger">, days: number): Promise<number> {
+  if (days <= 0) return 0;
+  const before = isoTime(ctx.clock.now() - days * 86_400_000);
+  let deleted = 0;
+  for (const threadId of await ctx.store.idleThreads(before, BATCH)) {
+    const gone = await withThreadLease(ctx.leases, threadId, "retention", async () => {
+      const row = await ctx.store.getThread(threadId);
+      return row !== null && row.updated_at < before && (await ctx.store.deleteThread(threadId));
+    });
+    if (gone === true) deleted++;
+  }
+  if (deleted > 0) ctx.logger.info("retention deleted idle threads", { count: deleted });
+  return deleted;
+}

@@ -1,0 +1,82 @@
+/**
+ * Starting a run on a thread for one message, as /chat and A2A do: claim (or create) the thread
+ * with its lease, refuse a foreign one (403), a busy one (409 thread_busy), one waiting for a
+ * decision (409 approval_pending); a thread whose decided approvals are still to be carried out
+ * carries them out first, and the message is refused as busy meanwhile (it never overtakes them).
+ */
+import type { RunEvent } from "../agent/events.js";
+import { expireIfDue } from "../approvals/decide.js";
+import { publicApproval } from "../approvals/view.js";
+import { type Caller, ownsThread } from "../auth/caller.js";
+import { isoTime } from "../clock.js";
+import { Refusal } from "../errors.js";
+import type { Logger } from "../observability/logger.js";
+import type { LeaseHandle, RunRecord } from "../store/ports.js";
+import type { RunsContext } from "./context.js";
+import { executeRun, openRun, type RunHandle } from "./execute.js";
+import { handOver } from "./leases.js";
+import type { Resumer } from "./resume.js";
+
+export interface TurnInput {
+  readonly caller: Caller;
+  readonly threadId: string;
+  readonly message: string;
+  readonly metadata: RunRecord["metadata"];
+  readonly emit: (event: RunEvent) => void;
+  readonly logger: Logger;
+  /** Added to the system prompt for this run (A2A's note that another agent wrote the request). */
+  readonly systemNote?: string;
+  /** The user's own words for require_user_mentioned, when not the message itself. */
+  readonly userWords?: string | undefined;
+}
+
+export const THREAD_FOREIGN = "This thread belongs to another principal.";
+
+export const threadBusy = () => new Refusal("thread_busy", "A run is in progress on this thread.");
+
+export async function startTurn(ctx: RunsContext, resumer: Resumer, input: TurnInput): Promise<RunHandle> {
+  const { store, leases } = ctx;
+  const { caller, threadId } = input;
+  const now = isoTime(ctx.clock.now());
+  const row = { thread_id: threadId, owner: caller.hash, actor: caller.principal.actor?.id ?? null, created_at: now, updated_at: now };
+  // The thread and its lease are claimed in one write, and on a thread that write makes, the
+  // run's record and the user message go with it.
+  const opening = openRun(ctx, { ...input, freshThread: true });
+  const claimed = await store.claimThread(row, leases.claim("run"), { run: opening.record, messages: [opening.firstMessage!] });
+  const handle = claimed.lease;
+  if (!ownsThread(caller, claimed.row)) {
+    if (handle) await leases.release(handle);
+    throw new Refusal("thread_foreign", THREAD_FOREIGN);
+  }
+  if (!handle) throw threadBusy();
+  // A thread made just now has no approvals and no messages: nothing to look at first.
+  if (!claimed.created) {
+    const cleared = await handOver(leases, handle, () => clearThread(ctx, resumer, threadId, handle, input.logger));
+    // The lease went to the resumed run (or was let go when another replica resumed it first).
+    if (!cleared) throw threadBusy();
+  }
+  return handOver(leases, handle, () =>
+    executeRun(ctx, { ...input, lease: handle, freshThread: claimed.created, ...(claimed.started ? { opening: { ...opening, recorded: true } } : {}) }),
+  );
+}
+
+/**
+ * Under the thread's lease: a pending approval refuses the message (409 approval_pending); a
+ * paused run whose approvals are all decided (just now by expiry, or earlier by a person whose
+ * resume lost the race for the lease) is resumed first, with this lease, and the message is
+ * refused as busy.
+ */
+async function clearThread(ctx: RunsContext, resumer: Resumer, threadId: string, handle: LeaseHandle, logger: Logger): Promise<boolean> {
+  const blockers = await ctx.store.threadBlockers(threadId);
+  let due = blockers.due;
+  if (blockers.pending.length > 0) {
+    const fresh = await Promise.all(blockers.pending.map((a) => expireIfDue(ctx.decisions, a)));
+    const pending = fresh.filter((a) => a.status === "pending");
+    if (pending.length > 0)
+      throw new Refusal("approval_pending", "The thread waits for a decision on a gated call.", { approvals: pending.map((a) => publicApproval(a)) });
+    due ??= (await ctx.store.threadBlockers(threadId)).due;
+  }
+  if (!due) return true;
+  await resumer.resumeHeld(handle, due, { emit: () => {}, logger, decider: null });
+  return false;
+}
