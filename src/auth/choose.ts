@@ -7,7 +7,6 @@ import type { Clock } from "../clock.js";
 import { ConfigurationError } from "../errors.js";
 import type { Ids } from "../ids.js";
 import type { Logger } from "../observability/logger.js";
-import type { Policy } from "../policy/document.js";
 import type { Settings } from "../settings/parse.js";
 import { adaptCustomPolicy, type CustomAuthPolicy } from "./custom.js";
 import { createJwtPolicy } from "./jwt/policy.js";
@@ -41,16 +40,3 @@ export async function chooseAuthPolicy(
 }
 
 /** Spec 5.8: credential modes of the API policy that the auth policy cannot serve. */
-export function authCompatibilityProblems(policy: Policy | undefined, settings: Settings, auth: AuthPolicy["name"]): string[] {
-  const problems: string[] = [];
-  for (const [name, api] of policy?.apis ?? []) {
-    if (auth === "shared-bearer" && (api.auth === "forward" || api.auth === "exchange"))
-      problems.push(`apis.${name}.auth ${api.auth} needs per-user credentials; shared-bearer has none`);
-    if (auth === "jwt" && api.auth === "forward" && !api.forwardAudience)
-      problems.push(`apis.${name}.auth forward under jwt needs forward_audience`);
-    if (api.auth === "exchange" && !settings.dev)
-      for (const v of ["TOKEN_EXCHANGE_URL", "TOKEN_EXCHANGE_CLIENT_ID", "TOKEN_EXCHANGE_CLIENT_SECRET"] as const)
-        if (!settings[v]) problems.push(`apis.${name}.auth exchange needs ${v}`);
-  }
-  return problems;
-}
