@@ -283,23 +283,6 @@ export const documentSchema = z.strictObject(
   { message: "must be a mapping with the one key apis" },
 );
 
-/**
- * The document as an editor sees it, for the JSON Schema only: the loader parses `apis` as a
- * mapping of anything and then each API by itself, so that each problem is placed under its API.
- */
-export const editorDocumentSchema = z
-  .strictObject({
-    apis: z
-      .record(z.string().regex(API_NAME), apiSchema)
-      .meta({ minProperties: 1, description: "The APIs tools may call, by name. At least one." }),
-  })
-  .meta({
-    $id: "urn:agent-service:schemas:api-policy",
-    title: "Outbound API policy (api-policy.yaml)",
-    description:
-      "Which outbound calls the agent's tools may make (spec 2.6, 2.7). Every call is judged before it is sent: method allow-list, then denials (they always win), then allowed operations, then the approval gate. Unknown and repeated keys are errors at every level. This schema is for editors; the service's own loader (npm run policy:check) also checks the rules between keys and the path rules in full.",
-  });
-
 function isAbsoluteUriWithoutFragment(s: string): boolean {
   if (s.includes("#") || /\s/.test(s)) return false;
   try {
