@@ -44,7 +44,8 @@ const adapterRules = ADAPTERS.map((dir) => ({
   name: `adapter-${dir.replace(/^src\//, "").replace(/\/$/, "").replace(/\//g, "-")}-outside-composition`,
   comment: `Only src/app.ts and src/runtime/* import the adapter ${dir}; the core takes the port it needs.`,
   severity: "error",
-  from: { path: "^src/", pathNot: ["^src/app\\.ts$", "^src/runtime/", `^${dir}`] },
+  // tooling/ (the eval's grader builds its model from JUDGE_*) composes like app.ts; never used by the domain.
+  from: { path: "^src/", pathNot: ["^src/app\\.ts$", "^src/runtime/", "^src/tooling/", `^${dir}`] },
   to: { path: `^${dir}` },
 }));
 

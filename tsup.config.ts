@@ -3,11 +3,11 @@ import { defineConfig } from "tsup";
 export default defineConfig([
   {
     // The package and the Node entry. ESM with shared chunks, so each module exists once.
-    entry: { index: "src/index.ts", node: "src/runtime/node.ts", agentcli: "src/cli/agentcli.ts" },
+    entry: { index: "src/runtime/package.ts", node: "src/runtime/node.ts", agentcli: "src/cli/agentcli.ts" },
     format: ["esm"],
     platform: "node",
     target: "node20",
-    dts: { entry: { index: "src/index.ts" } },
+    dts: { entry: { index: "src/runtime/package.ts" } },
     sourcemap: true,
     clean: true,
     splitting: true,

@@ -15,7 +15,7 @@ import type { CustomAuthPolicy } from "./auth/custom.js";
 import { createPrincipalHasher } from "./auth/hashing.js";
 import { type Clock, isoTime, systemClock } from "./clock.js";
 import { ConfigurationError } from "./errors.js";
-import { defaultReadText, type ReadText } from "./files.js";
+import type { ReadText } from "./files.js";
 import { buildRouter } from "./http/router.js";
 import { type Ids, randomIds } from "./ids.js";
 import { every } from "./jobs.js";
@@ -37,7 +37,10 @@ const LOST_RUN_GRACE_MS = 60_000;
 export interface CreateAppOptions {
   /** Read as the process environment. No env file is read unless the runtime entry merged one in. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Base for relative paths in the settings; defaults to the current directory. */
+  /**
+   * Base for relative paths in the settings; defaults to the current directory. Used by the
+   * package entry's file reader (src/runtime/package.ts), which passes `readText`.
+   */
   readonly root?: string;
   /** Replaces the default agent's tools. */
   readonly tools?: readonly Tool[];
@@ -53,7 +56,11 @@ export interface CreateAppOptions {
   readonly logWrite?: (line: string) => void;
   /** A development API key shown prefilled in the playground (APP_ENV=dev only). */
   readonly playgroundKey?: string;
-  /** Reads files named by the settings (API_POLICY_PATH, openapi:); defaults to node:fs where the runtime has it. */
+  /**
+   * Reads files named by the settings (API_POLICY_PATH, openapi:, RESPONSE_SCHEMA_PATH). The
+   * package entry and the Node, Bun and Deno entries pass the host's reader; without one (workerd)
+   * no file is read.
+   */
   readonly readText?: ReadText;
   /** The API policy document as text, for runtimes without files; wins over API_POLICY_PATH. */
   readonly policyText?: string;
@@ -98,7 +105,8 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   for (const note of settings.notes) logger.info(note);
 
   const tools = toolsByName(options.tools ?? DEFAULT_TOOLS);
-  const readText = options.readText ?? defaultReadText(options.root);
+  // The core reads no files itself: the runtime entry or the package entry passes the reader.
+  const readText: ReadText = options.readText ?? (async () => undefined);
   const policy = await preparePolicy({
     path: settings.API_POLICY_PATH,
     explicit: options.env?.API_POLICY_PATH !== undefined && options.env.API_POLICY_PATH !== "",

@@ -21,6 +21,7 @@ export type RefusalCode =
 export type ErrorCode =
   | RefusalCode
   | "invalid_settings"
+  | "invalid_policy"
   | "configuration"
   | "unauthorized"
   | "lease_lost"

@@ -20,7 +20,7 @@ export interface PolicyProblem {
 export class PolicyError extends AppError {
   readonly problems: readonly PolicyProblem[];
   constructor(problems: readonly PolicyProblem[]) {
-    super("configuration", `Invalid API policy (${problems.length}): ${problems.map((p) => `${p.place} ${p.message}`).join("; ")}`);
+    super("invalid_policy", `Invalid API policy (${problems.length}): ${problems.map((p) => `${p.place} ${p.message}`).join("; ")}`);
     this.name = "PolicyError";
     this.problems = problems;
   }

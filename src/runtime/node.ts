@@ -14,7 +14,7 @@ import type { CustomAuthPolicy } from "../auth/custom.js";
 import { isAppError, type SettingsError } from "../errors.js";
 import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
-import { defaultReadText } from "./files.js";
+import { hostReadText } from "./files.js";
 
 const DEV_DEFAULTS = { APP_ENV: "dev", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", CHECKPOINTER: "memory" };
 
@@ -53,7 +53,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
     app = await createApp({
       ...(authPolicy ? { authPolicy } : {}),
       env,
-      readText: defaultReadText(process.cwd()),
+      readText: hostReadText(process.cwd()),
       playgroundKey,
       logWrite: (line) => void process.stdout.write(`${line}\n`),
     });
@@ -67,7 +67,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
       process.stderr.write(`The service cannot start: ${error.message}\n`);
       process.exit(2);
     }
-    if (isAppError(error) && error.name === "PolicyError") {
+    if (isAppError(error) && error.code === "invalid_policy") {
       process.stderr.write("The service cannot start: the API policy has problems.\n");
       for (const p of (error as PolicyError).problems) process.stderr.write(`  ${p.place}: ${p.message}\n`);
       process.exit(3);

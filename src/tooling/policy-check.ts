@@ -6,8 +6,9 @@
  */
 import { DEFAULT_TOOLS } from "../agent/default-agent.js";
 import type { Tool } from "../agent/tools/define.js";
-import { defaultReadText, type ReadText } from "../files.js";
-import type { PolicyProblem } from "../policy/document.js";
+import { hasCode } from "../errors.js";
+import type { ReadText } from "../files.js";
+import type { PolicyError, PolicyProblem } from "../policy/document.js";
 import { preparePolicy } from "../policy/setup.js";
 import { parseSettings } from "../settings/parse.js";
 
@@ -20,23 +21,23 @@ export interface PolicyCheckResult {
 
 export async function checkPolicy(options: {
   env: Readonly<Record<string, string | undefined>>;
-  root?: string;
   tools?: readonly Tool[];
-  readText?: ReadText;
+  /** Reads the policy and OpenAPI files (the package entry passes the host's reader). */
+  readText: ReadText;
 }): Promise<PolicyCheckResult> {
   const settings = parseSettings(options.env);
   try {
     const setup = await preparePolicy({
       path: settings.API_POLICY_PATH,
       explicit: Boolean(options.env.API_POLICY_PATH),
-      readText: options.readText ?? defaultReadText(options.root),
+      readText: options.readText,
       env: options.env,
       tools: options.tools ?? DEFAULT_TOOLS,
       recursionLimit: settings.RECURSION_LIMIT,
     });
     return { problems: [], warnings: setup?.warnings ?? [], apis: setup ? [...setup.policy.apis.keys()] : [] };
   } catch (error) {
-    if ((error as { name?: string }).name === "PolicyError") return { problems: (error as { problems: PolicyProblem[] }).problems, warnings: [], apis: [] };
+    if (hasCode(error, "invalid_policy")) return { problems: (error as PolicyError).problems, warnings: [], apis: [] };
     throw error;
   }
 }
