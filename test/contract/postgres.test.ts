@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPostgres } from "../../src/store/postgres/index.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { dropSchemas, TEST_DSN } from "../support/postgres.js";
+import { dropSchemas, scratchDatabase, TEST_DSN } from "../support/postgres.js";
 import { describeLeaseContract } from "./lease.js";
 import { describeStoreContract } from "./store.js";
 
@@ -31,7 +31,17 @@ it("answers ping", async () => {
   await expect(adapters.store.ping()).resolves.toBeUndefined();
 });
 
-describeStoreContract("postgres", async () => ({ store: adapters.store }));
+// claimThread is given the adapters' own lease port, which it ignores: its leases live in the
+// same database and are taken in the same statement.
+describeStoreContract(
+  "postgres",
+  async () => ({
+    store: adapters.store,
+    lease: adapters.lease,
+    spare: async () => (await openPostgres({ dsn: TEST_DSN, min: 1, max: 2, schema, logger, onHealth: () => {} })).store,
+  }),
+  { sharedByProcesses: true },
+);
 
 describeLeaseContract("postgres", async () => ({
   lease: adapters.lease,
@@ -52,55 +62,14 @@ describe("postgres: writes that combine the store and the lease", () => {
     status, error_type: null, error_id: null, usage: { input_tokens: 3, output_tokens: 4 }, updated_at: at(s), ended_at: at(s), latency_ms: 7,
   });
 
-  it("claimThread: 20 concurrent claims of one new thread, one creator and one lease holder", async () => {
-    const id = `claim-${crypto.randomUUID()}`;
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => adapters.store.claimThread!(row(id), `h${i}`, 10_000)));
-    expect(results.filter((r) => r.created)).toHaveLength(1);
-    expect(results.filter((r) => r.lease !== null)).toHaveLength(1);
-    expect(results.filter((r) => r.started)).toHaveLength(0);
-    expect(new Set(results.map((r) => r.row.thread_id))).toEqual(new Set([id]));
-    expect(await adapters.lease.isHeld(id)).toBe(true);
-  });
+  const claim = (holder: string) => ({ port: adapters.lease, holder, ttlMs: 10_000 });
 
-  it("claimThread with a start: a thread it makes and leases gets the run record and the first messages in the same write", async () => {
-    const id = `start-${crypto.randomUUID()}`;
+  it("claimThread with a start stores U+0000 in the first message as U+FFFD", async () => {
+    const id = `start-nul-${crypto.randomUUID()}`;
     const user = { id: "u1", role: "user" as const, content: "hello \u0000 there" };
-    const claimed = await adapters.store.claimThread!(row(id), "h", 10_000, { run: { ...run("r-start", id), metadata: { k: "v" } }, messages: [user] });
-    expect(claimed).toMatchObject({ created: true, started: true, row: { thread_id: id, owner: "o" } });
-    expect(claimed.lease).not.toBeNull();
+    const claimed = await adapters.store.claimThread(row(id), claim("h"), { run: run(`r-${id}`, id), messages: [user] });
+    expect(claimed).toMatchObject({ created: true, started: true });
     expect(await adapters.store.getMessages(id)).toEqual([{ ...user, content: "hello \ufffd there" }]);
-    expect(await adapters.store.getRun("r-start")).toEqual({ ...run("r-start", id), metadata: { k: "v" } });
-    expect((await adapters.store.getThread(id))!.updated_at).toBe(at(0));
-  });
-
-  it("claimThread with a start writes no run and no message on a thread that already existed, or whose lease is held", async () => {
-    const existing = `start-old-${crypto.randomUUID()}`;
-    await adapters.store.createThread(row(existing));
-    const again = await adapters.store.claimThread!(row(existing), "h", 10_000, { run: run("r-old", existing), messages: [{ id: "u", role: "user", content: "x" }] });
-    expect(again).toMatchObject({ created: false, started: false });
-    expect(again.lease).not.toBeNull(); // the lease is taken whoever owns the thread; the caller checks
-    expect(await adapters.store.getRun("r-old")).toBeNull();
-    expect(await adapters.store.getMessages(existing)).toEqual([]);
-
-    // A lease row left for a thread id that does not exist yet (a deleted thread's, say): busy, nothing written.
-    const leased = `start-leased-${crypto.randomUUID()}`;
-    expect(await adapters.lease.acquire(leased, "other", 10_000)).not.toBeNull();
-    const busy = await adapters.store.claimThread!(row(leased), "h", 10_000, { run: run("r-busy", leased), messages: [{ id: "u", role: "user", content: "x" }] });
-    expect(busy).toMatchObject({ created: true, started: false, lease: null });
-    expect(await adapters.store.getRun("r-busy")).toBeNull();
-    expect(await adapters.store.getMessages(leased)).toEqual([]);
-  });
-
-  it("claimThread with a start: 20 concurrent claims of one new thread write one run and one message", async () => {
-    const id = `start-race-${crypto.randomUUID()}`;
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => adapters.store.claimThread!(row(id), `h${i}`, 10_000, { run: run(`race-${id}-${i}`, id), messages: [{ id: `m${i}`, role: "user", content: `${i}` }] })),
-    );
-    const winners = results.flatMap((r, i) => (r.started ? [i] : []));
-    expect(winners).toHaveLength(1);
-    expect(results[winners[0]!]!).toMatchObject({ created: true });
-    expect(await adapters.store.listRuns(id)).toEqual([run(`race-${id}-${winners[0]}`, id)]);
-    expect(await adapters.store.getMessages(id)).toEqual([{ id: `m${winners[0]}`, role: "user", content: `${winners[0]}` }]);
   });
 
   it("40 chats at once on new and existing threads (claims and finishes batched under load): each gets its own outcome", async () => {
@@ -113,7 +82,7 @@ describe("postgres: writes that combine the store and the lease", () => {
     }
     const user = (i: number) => ({ id: `u${i}`, role: "user" as const, content: `question ${i}` });
     logged.length = 0;
-    const claims = await Promise.all(ids.map((id, i) => adapters.store.claimThread!(row(id), `h${i}`, 10_000, { run: run(`b-run-${id}`, id), messages: [user(i)] })));
+    const claims = await Promise.all(ids.map((id, i) => adapters.store.claimThread(row(id), claim(`h${i}`), { run: run(`b-run-${id}`, id), messages: [user(i)] })));
     for (const [i, c] of claims.entries()) {
       expect(c.row.thread_id).toBe(ids[i]);
       expect(c.created).toBe(i % 4 !== 0);
@@ -128,8 +97,8 @@ describe("postgres: writes that combine the store and the lease", () => {
     const started = claims.flatMap((c, i) => (c.started ? [{ i, lease: c.lease! }] : []));
     const outcomes = await Promise.allSettled(
       started.map(({ i, lease }) =>
-        adapters.store.finishRun!(`b-run-${ids[i]}`, end("ok", 5), { messages: [{ id: `a${i}`, role: "assistant", content: `answer ${i}` }], at: at(5) },
-          i % 3 === 0 ? { ...lease, generation: lease.generation + 100_000 } : lease),
+        adapters.store.finishRun(`b-run-${ids[i]}`, end("ok", 5), { messages: [{ id: `a${i}`, role: "assistant", content: `answer ${i}` }], at: at(5) },
+          i % 3 === 0 ? { ...lease, generation: lease.generation + 100_000 } : lease, adapters.lease),
       ),
     );
     for (const [k, { i }] of started.entries()) {
@@ -148,22 +117,6 @@ describe("postgres: writes that combine the store and the lease", () => {
     const batches = logged.filter((l) => l.message === "batched write");
     for (const kind of ["claim", "finish"]) expect(Math.max(...batches.filter((b) => b.kind === kind).map((b) => b.size!))).toBeGreaterThan(1);
     expect(logged.filter((l) => l.message.includes("one by one"))).toEqual([]);
-  });
-
-  it("finishRun writes the answer, the record and releases the lease at once, and only while the lease holds", async () => {
-    const id = `finish-${crypto.randomUUID()}`;
-    const { lease } = await adapters.store.claimThread!(row(id), "h", 10_000);
-    await adapters.store.createRun(run("r1", id));
-    await adapters.store.finishRun!("r1", end("ok", 2), { messages: [{ id: "m1", role: "assistant", content: "done" }], at: at(2) }, lease!);
-    expect(await adapters.store.getMessages(id)).toEqual([{ id: "m1", role: "assistant", content: "done" }]);
-    expect((await adapters.store.getRun("r1"))!.status).toBe("ok");
-    expect(await adapters.lease.isHeld(id)).toBe(false);
-    // A stale handle: nothing is written.
-    await expect(
-      adapters.store.finishRun!("r1", end("error", 3), { messages: [{ id: "m2", role: "assistant", content: "late" }], at: at(3) }, lease!),
-    ).rejects.toThrow(/lease/);
-    expect(await adapters.store.getMessages(id)).toHaveLength(1);
-    expect((await adapters.store.getRun("r1"))!.status).toBe("ok");
   });
 });
 
@@ -209,8 +162,8 @@ describe("postgres: the lease table under churn, and how rows are found", () => 
     try {
       for (let round = 0; round < 3; round++) {
         const ids = Array.from({ length: 30 }, (_, i) => `scan-${round}-${i}`);
-        const claims = await Promise.all(ids.map((id) => h.store.claimThread!(row(id), "h", 10_000, { run: run(`r-${id}`, id), messages: [{ id: "u", role: "user", content: "q" }] })));
-        await Promise.all(claims.map((c, i) => h.store.finishRun!(`r-${ids[i]}`, end, { messages: [{ id: "a", role: "assistant", content: "a" }], at }, c.lease!)));
+        const claims = await Promise.all(ids.map((id) => h.store.claimThread(row(id), { port: h.lease, holder: "h", ttlMs: 10_000 }, { run: run(`r-${id}`, id), messages: [{ id: "u", role: "user", content: "q" }] })));
+        await Promise.all(claims.map((c, i) => h.store.finishRun(`r-${ids[i]}`, end, { messages: [{ id: "a", role: "assistant", content: "a" }], at }, c.lease!, h.lease)));
       }
     } finally {
       await h.store.close(); // its backends exit and report their counters
@@ -226,5 +179,57 @@ describe("postgres: the lease table under churn, and how rows are found", () => 
     }
     expect(seen.runs!.ins).toBe(90);
     expect({ threads: seen.threads!.seq, runs: seen.runs!.seq, leases: seen.leases!.seq }).toEqual({ threads: 0, runs: 0, leases: 0 });
+  });
+});
+
+describe("postgres: rows and columns of other versions", () => {
+  const db = scratchDatabase();
+  afterAll(() => db.cleanup());
+  const at = new Date(Date.UTC(2026, 0, 1)).toISOString().replace("Z", "+00:00");
+  const row = (id: string) => ({ thread_id: id, owner: "o", actor: null, created_at: at, updated_at: at });
+  const run = (runId: string, threadId: string) => ({
+    run_id: runId, thread_id: threadId, status: "running" as const, error_type: null, error_id: null, principal_hash: "o", actor: null,
+    metadata: {}, usage: { input_tokens: 0, output_tokens: 0 }, created_at: at, updated_at: at, ended_at: null, latency_ms: null,
+    resumed_from: null, resumed_by: null,
+  });
+
+  it("an approval written before `outcome` existed reads outcome null, and takes one later", async () => {
+    const schema = db.fresh();
+    const h = await db.handle(schema);
+    const admin = db.admin(schema);
+    await h.store.createThread(row("t"));
+    const approval = {
+      approval_id: "ap-old", thread_id: "t", run_id: "r", status: "pending" as const, api: "orders", method: "POST", path: "/orders",
+      operation_id: null, rpc_method: null, a2a_operation: null, query: null, body: null, tool: "t", reason: "r", approvers: ["requester"],
+      requester: "o", requester_actor: null, decide_with: "direct" as const, relayers: [], decided_by: null, decided_via: null, digest: "sha256:00",
+      nested: null, effect: null, created_at: at, expires_at: at, decided_at: null, comment: null, outcome: null,
+      internal: {
+        tool_call_id: "call_1", gate_key: "k", call: { query: [], body: undefined },
+        requester_principal: { id: "o", roles: [], attributes: {}, actor: null }, executed_at: null, result: null,
+      },
+    };
+    await h.store.createApproval(approval);
+    await admin`UPDATE approvals SET shown = shown - 'outcome' WHERE approval_id = 'ap-old'`;
+    expect(await admin`SELECT shown ? 'outcome' AS has FROM approvals`).toEqual([{ has: false }]);
+    expect((await h.store.getApproval("ap-old"))!.outcome).toBeNull();
+    expect((await h.store.threadBlockers("t")).pending.map((a) => a.outcome)).toEqual([null]);
+    expect((await h.store.findApproval("t", "call_1", "sha256:00"))!.outcome).toBeNull();
+    await h.store.markOutcomeUnknown("ap-old");
+    expect((await h.store.getApproval("ap-old"))!.outcome).toBe("unknown");
+  });
+
+  it("a run column a later version added keeps its default through claimThread, createRun and finishRun", async () => {
+    const schema = db.fresh();
+    const h = await db.handle(schema);
+    const admin = db.admin(schema);
+    await h.store.ping(); // makes the schema
+    await admin`ALTER TABLE runs ADD COLUMN later text NOT NULL DEFAULT 'kept'`;
+    const claimed = await h.store.claimThread(row("t"), { port: h.lease, holder: "h", ttlMs: 10_000 }, { run: run("r1", "t"), messages: [] });
+    expect(claimed.started).toBe(true);
+    await h.store.createRun(run("r2", "t"), { messages: [{ id: "m", role: "user", content: "q" }], at, fence: claimed.lease! });
+    await h.store.finishRun("r1", { status: "ok", error_type: null, error_id: null, usage: { input_tokens: 1, output_tokens: 1 }, updated_at: at, ended_at: at, latency_ms: 1 },
+      { messages: [], at }, claimed.lease!, h.lease);
+    expect(await admin`SELECT run_id, later FROM runs ORDER BY run_id`).toEqual([{ run_id: "r1", later: "kept" }, { run_id: "r2", later: "kept" }]);
+    expect((await h.store.getRun("r1"))!.status).toBe("ok");
   });
 });
