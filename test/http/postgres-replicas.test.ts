@@ -64,7 +64,6 @@ describe("two createApp instances on one schema act as replicas", () => {
 
   beforeAll(async () => {
     schema = fresh();
-    // One after the other: concurrent first starts on a fresh schema race (see the it.fails below).
     a = await replica(schema);
     b = await replica(schema);
     expect((await a.fetch(new Request("http://test/ready"))).status).toBe(200);
@@ -72,7 +71,7 @@ describe("two createApp instances on one schema act as replicas", () => {
   });
 
   it("parallel chats on one thread across both replicas: exactly one 200 and one 409 thread_busy", async () => {
-    // the thread exists first (see the it.fails below for a thread both create at once)
+    // the thread exists first
     expect((await chat(a, { message: "hello", thread_id: "busy" })).res.status).toBe(200);
     for (const [first, second] of [
       [a, b],
@@ -351,14 +350,8 @@ describe("lease fencing (spec 8)", () => {
 });
 
 describe("starting replicas", () => {
-  // BUG src/store/postgres/connect.ts:58-61 (migrate) with src/store/postgres/index.ts:40-41:
-  // `CREATE SCHEMA IF NOT EXISTS` / `CREATE TABLE IF NOT EXISTS` are not safe against a concurrent
-  // migrate (no advisory lock): one of two replicas started together on a fresh database fails
-  // with 23505 (duplicate key ... "pg_namespace_nspname_index" or "pg_type_typname_nsp_index"),
-  // and openPostgres logs WARNING "database not reachable at startup; requests answer 503 until
-  // it is" (error_type PostgresError) although the database answered. It recovers on the next
-  // query (migrate is retried), so only the log is wrong. Example: Promise.all of two createApp
-  // with CHECKPOINTER=sql and one new sqlSchema -> one app's rawLogs hold that WARNING.
+  // Two replicas making one fresh schema at once: the migration runs one at a time (an advisory
+  // lock), so neither sees the other's half-made catalog as an outage.
   it("replicas started together on a fresh schema log no 'not reachable' warning", async () => {
     for (let i = 0; i < 3; i++) {
       const schema = fresh();

@@ -10,6 +10,8 @@ export interface Hit {
   method: string;
   url: string;
   body: string;
+  /** Header names in lower case. */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export interface RecordingUpstream {
@@ -28,7 +30,8 @@ export const created = (res: ServerResponse) => {
 /** `{}` with no content type. */
 export const empty = (res: ServerResponse) => void res.end("{}");
 
-export function recordingUpstream(answer: (res: ServerResponse) => void = created): RecordingUpstream {
+/** `answer` may be async (a slow upstream); the request is recorded when its body has arrived. */
+export function recordingUpstream(answer: (res: ServerResponse) => void | Promise<void> = created): RecordingUpstream {
   let server: Server;
   let base = "";
   const hits: Hit[] = [];
@@ -37,8 +40,8 @@ export function recordingUpstream(answer: (res: ServerResponse) => void = create
       let body = "";
       req.on("data", (c) => (body += c));
       req.on("end", () => {
-        hits.push({ method: req.method!, url: req.url!, body });
-        answer(res);
+        hits.push({ method: req.method!, url: req.url!, body, headers: req.headers });
+        void answer(res);
       });
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
