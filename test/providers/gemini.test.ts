@@ -1,20 +1,20 @@
 /**
  * The Gemini provider (REST over fetch, no SDK) against a loopback server that speaks
- * streamGenerateContent with `alt=sse`.
+ * streamGenerateContent with `alt=sse`. The provider contract (contract.ts) runs first; the tests
+ * after it are the ones only this provider has.
  */
-import type { ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
-import type { ModelEvent, ModelRequest, ProviderOptions } from "../../src/agent/model.js";
+import type { ModelRequest, ProviderOptions } from "../../src/agent/model.js";
 import { createGeminiModel } from "../../src/agent/providers/gemini.js";
-import { hasCode } from "../../src/errors.js";
 import type { Message } from "../../src/store/ports.js";
-import { abortAtFirstEvent, collect, conversation, failure, loopbackUpstream, request as baseRequest, sse, sseLate, sseOpen, timeTool, weatherTool } from "./support.js";
+import { describeProviderContract } from "./contract.js";
+import { collect, conversation, loopbackUpstream, request as baseRequest, sse, timeTool, weatherTool } from "./support.js";
 
 const API_KEY = "AIza-loopback-test-key";
 
 // Nothing but the loopback server is ever asked, and never with the key in the URL.
 const upstream = loopbackUpstream({ checkUrl: (url) => expect(url).not.toContain(API_KEY) });
-const { requests, fetchedUrls } = upstream;
+const { requests } = upstream;
 
 function model(overrides: Partial<ProviderOptions> = {}) {
   return createGeminiModel({ model: "gemini-2.5-flash", apiKey: API_KEY, baseURL: upstream.baseURL, maxRetries: 0, fetch: upstream.fetch, ...overrides });
@@ -22,13 +22,9 @@ function model(overrides: Partial<ProviderOptions> = {}) {
 
 const weatherParams = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { city: { type: "string" } }, additionalProperties: false };
 
+/** The shared request, get_weather's schema with `$schema` and `additionalProperties`. */
 function request(messages: Message[], extra: Partial<ModelRequest> = {}): ModelRequest {
   return baseRequest(messages, { tools: [{ ...weatherTool, parameters: weatherParams }, timeTool], ...extra });
-}
-
-function failWith(res: ServerResponse, status: number): void {
-  res.writeHead(status, { "content-type": "application/json", "retry-after": "0" });
-  res.end(JSON.stringify({ error: { code: status, message: "secret-body-text from the upstream", status: "UNAVAILABLE" } }));
 }
 
 // --- streamGenerateContent wire format ----------------------------------------------------------
@@ -51,25 +47,63 @@ const textFrames = (deltas: string[]) => [
 
 const { user, assistantCalls, results } = conversation(["call_x", "call_y"], "Checking.");
 
+describeProviderContract("gemini", {
+  provider: "gemini",
+  name: "gemini-2.5-flash",
+  structuredOutput: false,
+  upstream,
+  model,
+  path: "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+  credential: ["x-goog-api-key", API_KEY],
+  sentSystem: (body) => body.systemInstruction?.parts?.[0]?.text,
+  // Model turns carry functionCall parts; the results go in one user turn as functionResponse parts.
+  sentMessages: (body) => body.contents,
+  sentHistory: [
+    { role: "user", parts: [{ text: "Weather in Oslo and the time?" }] },
+    {
+      role: "model",
+      parts: [
+        { text: "Checking." },
+        { functionCall: { name: "get_weather", args: { city: "Oslo" } } },
+        { functionCall: { name: "get_time", args: { zone: "UTC" } } },
+      ],
+    },
+    {
+      role: "user",
+      parts: [
+        { functionResponse: { name: "get_weather", response: { content: "sunny" } } },
+        { functionResponse: { name: "get_time", response: { content: "boom", is_error: true } } },
+        { text: "And tomorrow?" },
+      ],
+    },
+    { role: "model", parts: [{ text: "No idea." }] },
+    { role: "user", parts: [{ text: "Thanks." }] },
+  ],
+  text: textFrames,
+  textStart: () => [chunk([{ text: "first" }])],
+  // Gemini sends each call whole, without an id.
+  toolCalls: () => [
+    chunk(
+      [{ functionCall: { name: "get_weather", args: { city: "Oslo" } } }, { functionCall: { name: "get_time", args: { zone: "UTC" } } }],
+      { prompt: 20, out: 9 },
+    ),
+  ],
+  errorBody: (status) => ({ error: { code: status, message: "secret-body-text from the upstream", status: "UNAVAILABLE" } }),
+  errorInStream: () => [chunk([{ text: "a" }]), `data: ${JSON.stringify({ error: { code: 500, message: "secret-body-text" } })}\n\n`],
+  malformed: () => ["data: {not json\n\n"],
+  env: {
+    GEMINI_API_KEY: "key-from-env",
+    GOOGLE_API_KEY: "key-from-env",
+    GOOGLE_GEMINI_BASE_URL: "http://from-env.example.invalid",
+  },
+  defaultURL: "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+});
+
 describe("gemini provider", () => {
-  it("streams text in several chunks, then the last usage, with the key in x-goog-api-key", async () => {
-    upstream.handler = (_r, res) => sse(res, textFrames(["Hel", "lo, ", "world"]));
-    const m = model();
-    expect(m.provider).toBe("gemini");
-    expect(m.name).toBe("gemini-2.5-flash");
-    expect(m.structuredOutput).toBe(false);
-    const events = await collect(m.stream(request([user])));
-    expect(events).toEqual([
-      { type: "text", text: "Hel" },
-      { type: "text", text: "lo, " },
-      { type: "text", text: "world" },
-      { type: "usage", input_tokens: 11, output_tokens: 7 },
-    ]);
-    expect(requests).toHaveLength(1);
+  it("sends a text turn as streamGenerateContent: the key only in x-goog-api-key, declarations without $schema", async () => {
+    upstream.handler = (_r, res) => sse(res, textFrames(["ok"]));
+    await collect(model().stream(request([user])));
     const r = requests[0]!;
-    expect(r.method).toBe("POST");
-    expect(r.path).toBe("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
-    expect(r.headers["x-goog-api-key"]).toBe(API_KEY);
     expect(r.headers).not.toHaveProperty("authorization");
     expect(r.body.systemInstruction).toEqual({ parts: [{ text: "You are a test agent." }] });
     expect(r.body.contents).toEqual([{ role: "user", parts: [{ text: "Weather in Oslo and the time?" }] }]);
@@ -140,40 +174,6 @@ describe("gemini provider", () => {
     expect(again.map((c) => c.id)).not.toContain(calls[0]!.id);
   });
 
-  it("sends history: model turns with functionCall parts, grouped functionResponse parts", async () => {
-    upstream.handler = (_r, res) => sse(res, textFrames(["Sunny; the clock failed."]));
-    const history: Message[] = [
-      user,
-      assistantCalls,
-      ...results,
-      { id: "m5", role: "user", content: "And tomorrow?" },
-      { id: "m6", role: "assistant", content: "" },
-      { id: "m7", role: "assistant", content: "No idea." },
-    ];
-    const events = await collect(model().stream(request(history)));
-    expect(events[0]).toEqual({ type: "text", text: "Sunny; the clock failed." });
-    expect(requests[0]!.body.contents).toEqual([
-      { role: "user", parts: [{ text: "Weather in Oslo and the time?" }] },
-      {
-        role: "model",
-        parts: [
-          { text: "Checking." },
-          { functionCall: { name: "get_weather", args: { city: "Oslo" } } },
-          { functionCall: { name: "get_time", args: { zone: "UTC" } } },
-        ],
-      },
-      {
-        role: "user",
-        parts: [
-          { functionResponse: { name: "get_weather", response: { content: "sunny" } } },
-          { functionResponse: { name: "get_time", response: { content: "boom", is_error: true } } },
-          { text: "And tomorrow?" },
-        ],
-      },
-      { role: "model", parts: [{ text: "No idea." }] },
-    ]);
-  });
-
   it("Gemini 3: replays the thought signature it received, else Google's skip value on the first call", async () => {
     upstream.handler = (_r, res, attempt) =>
       sse(
@@ -211,109 +211,5 @@ describe("gemini provider", () => {
     const model2 = requests[1]!.body.contents.filter((c: { role: string }) => c.role === "model");
     expect(model2[0].parts.map((p: { thoughtSignature?: string }) => p.thoughtSignature)).toEqual([undefined, "skip_thought_signature_validator", undefined]);
     expect(model2[1].parts.map((p: { thoughtSignature?: string }) => p.thoughtSignature)).toEqual(["c2lnLTE=", undefined]);
-  });
-
-  it("omits tools and the system instruction when there are none", async () => {
-    upstream.handler = (_r, res) => sse(res, textFrames(["ok"]));
-    await collect(model().stream(request([user], { tools: [], system: "" })));
-    expect(requests[0]!.body).not.toHaveProperty("tools");
-    expect(requests[0]!.body).not.toHaveProperty("systemInstruction");
-  });
-
-  it("retries a 429 and a 500, then succeeds on the third attempt", async () => {
-    upstream.handler = (_r, res, attempt) => (attempt === 1 ? failWith(res, 429) : attempt === 2 ? failWith(res, 500) : sse(res, textFrames(["fine"])));
-    const events = await collect(model({ maxRetries: 2 }).stream(request([user])));
-    expect(requests).toHaveLength(3);
-    expect(events[0]).toEqual({ type: "text", text: "fine" });
-    for (const r of requests) expect(r.headers["x-goog-api-key"]).toBe(API_KEY);
-  });
-
-  it("gives up with ModelError after maxRetries + 1 attempts, without the body in the message", async () => {
-    upstream.handler = (_r, res, attempt) => failWith(res, attempt === 1 ? 429 : 503);
-    const error = await failure(collect(model({ maxRetries: 2 }).stream(request([user]))));
-    expect(requests).toHaveLength(3);
-    expect(hasCode(error, "model_error")).toBe(true);
-    expect(error.message).toBe("gemini request failed: status 503");
-    expect(error.message).not.toContain("secret-body-text");
-  });
-
-  it("does not retry a 400", async () => {
-    upstream.handler = (_r, res) => failWith(res, 400);
-    const error = await failure(collect(model({ maxRetries: 2 }).stream(request([user]))));
-    expect(requests).toHaveLength(1);
-    expect(error.message).toBe("gemini request failed: status 400");
-  });
-
-  it("retries a refused connection, then names it", async () => {
-    const error = await failure(collect(model({ baseURL: "http://127.0.0.1:1", maxRetries: 1 }).stream(request([user]))));
-    expect(fetchedUrls).toHaveLength(2);
-    expect(hasCode(error, "model_error")).toBe(true);
-    expect(error.message).toBe("gemini request failed: connection error");
-  });
-
-  it("turns a request past the timeout into ModelError", async () => {
-    upstream.handler = (_r, res) => sseLate(res, 1500, () => textFrames(["late"]));
-    const started = Date.now();
-    const error = await failure(collect(model({ timeoutMs: 200 }).stream(request([user]))));
-    expect(Date.now() - started).toBeLessThan(1400);
-    expect(hasCode(error, "model_error")).toBe(true);
-    expect(error.message).toBe("gemini request failed: timeout");
-  });
-
-  it("times out a stream that stalls between chunks", async () => {
-    // The rest never comes.
-    upstream.handler = (_r, res) => sseOpen(res, [chunk([{ text: "first" }])]);
-    const events: ModelEvent[] = [];
-    const error = await failure(
-      (async () => {
-        for await (const e of model({ timeoutMs: 200 }).stream(request([user]))) events.push(e);
-      })(),
-    );
-    expect(events).toEqual([{ type: "text", text: "first" }]);
-    expect(hasCode(error, "model_error")).toBe(true);
-    expect(error.message).toBe("gemini request failed: timeout");
-    expect(requests).toHaveLength(1);
-  });
-
-  it("turns an error chunk and a malformed chunk into ModelError", async () => {
-    upstream.handler = (_r, res) => sse(res, [chunk([{ text: "a" }]), `data: ${JSON.stringify({ error: { code: 500, message: "secret-body-text" } })}\n\n`]);
-    const error = await failure(collect(model().stream(request([user]))));
-    expect(error.message).toBe("gemini request failed: error in stream");
-
-    upstream.handler = (_r, res) => sse(res, ["data: {not json\n\n"]);
-    const malformed = await failure(collect(model().stream(request([user]))));
-    expect(hasCode(malformed, "model_error")).toBe(true);
-    expect(malformed.message).toBe("gemini request failed: malformed response");
-  });
-
-  it("rethrows the signal's reason when the run is aborted mid-stream", async () => {
-    const controller = new AbortController();
-    upstream.handler = (_r, res) => sseOpen(res, [chunk([{ text: "first" }])]);
-    const reason = new Error("run cancelled");
-    const { events, error } = await abortAtFirstEvent(model().stream(request([user], { signal: controller.signal })), controller, reason);
-    expect(events).toEqual([{ type: "text", text: "first" }]);
-    expect(error).toBe(reason);
-  });
-
-  it("rethrows the signal's reason during a retry backoff", async () => {
-    const controller = new AbortController();
-    const reason = new Error("run cancelled");
-    upstream.handler = (_r, res) => {
-      res.writeHead(503, { "retry-after": "2" });
-      res.end();
-      setTimeout(() => controller.abort(reason), 50);
-    };
-    const started = Date.now();
-    const error = await failure(collect(model({ maxRetries: 2 }).stream(request([user], { signal: controller.signal }))));
-    expect(error).toBe(reason);
-    expect(Date.now() - started).toBeLessThan(1000);
-    expect(requests).toHaveLength(1);
-  });
-
-  it("defaults to Google's endpoint without a baseURL (refused by the loopback-only transport)", async () => {
-    const error = await failure(collect(model({ baseURL: undefined }).stream(request([user]))));
-    expect(hasCode(error, "model_error")).toBe(true);
-    expect(fetchedUrls).toEqual(["https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"]);
-    fetchedUrls.length = 0; // refused before anything was sent
   });
 });

@@ -14,6 +14,8 @@ export interface Recorded {
   path: string;
   headers: IncomingMessage["headers"];
   body: any;
+  /** Settles when the server sees the exchange end: the answer finished or the client hung up. */
+  closed: Promise<void>;
 }
 
 /** Answers one request; `attempt` counts the requests of the current test, from 1. */
@@ -60,11 +62,12 @@ export function loopbackUpstream(options: { basePath?: string; checkUrl?: (url: 
 
   beforeAll(async () => {
     server = createServer((req, res) => {
+      const closed = new Promise<void>((resolve) => res.on("close", () => resolve()));
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
         const text = Buffer.concat(chunks).toString("utf8");
-        const recorded: Recorded = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: text ? JSON.parse(text) : null };
+        const recorded: Recorded = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: text ? JSON.parse(text) : null, closed };
         requests.push(recorded);
         void upstream.handler(recorded, res, requests.length);
       });
@@ -113,6 +116,17 @@ export async function collect(stream: AsyncIterable<ModelEvent>): Promise<ModelE
   const out: ModelEvent[] = [];
   for await (const e of stream) out.push(e);
   return out;
+}
+
+/** What `promise` settles to, or undefined when it has not settled within `ms`. */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The error a promise rejects with; throws when it resolves. */
