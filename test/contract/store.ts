@@ -331,6 +331,7 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
           store.createRun(run("late", row.thread_id), { messages: [{ id: mid(), role: "user", content: "late" }], at: at(8), fence: old }),
         ).rejects.toMatchObject(leaseLost);
         expect(await store.getMessages(row.thread_id)).toEqual([]);
+        expect(await store.getRun("late")).toBeNull();
         expect(await store.getThread(row.thread_id)).toEqual(row);
         expect(await lease.renew(next, TTL)).toBe(true);
       });

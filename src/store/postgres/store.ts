@@ -355,12 +355,14 @@ export function createPostgresStore(sql: Sql, guard: Guard, logger: Logger): Omi
             SELECT 1 WHERE ${fenceGen}::bigint IS NULL
             UNION ALL SELECT 1 FROM leases WHERE thread_id = ${run.thread_id} AND generation = ${fenceGen} AND expires_at > now()
           ),
+          -- Fenced like the messages: a run whose lease moved on leaves no record behind either.
           run AS (
             INSERT INTO runs (run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage,
                               created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by)
-            VALUES (${run.run_id}, ${run.thread_id}, ${run.status}, ${run.error_type}, ${run.error_id}, ${run.principal_hash},
-                    ${run.actor}, ${json(run.metadata)}, ${json(run.usage)}, ${run.created_at}, ${run.updated_at},
-                    ${run.ended_at}, ${run.latency_ms}, ${run.resumed_from}, ${run.resumed_by})
+            SELECT ${run.run_id}, ${run.thread_id}, ${run.status}, ${run.error_type}, ${run.error_id}, ${run.principal_hash},
+                    ${run.actor}, ${json(run.metadata)}, ${json(run.usage)}, ${run.created_at}::timestamptz, ${run.updated_at}::timestamptz,
+                    ${run.ended_at}::timestamptz, ${run.latency_ms}::integer, ${run.resumed_from}, ${run.resumed_by}
+            WHERE EXISTS (SELECT 1 FROM fence)
           ),
           ins AS (
             INSERT INTO messages (thread_id, message)
