@@ -8,7 +8,6 @@ import { modelFactory } from "./agent/providers/index.js";
 import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./agent/structured.js";
 import type { Tool } from "./agent/tools/define.js";
 import { createA2AService } from "./a2a/service.js";
-import type { DecisionBook } from "./approvals/decide.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { chooseAuthPolicy } from "./auth/choose.js";
 import type { CustomAuthPolicy } from "./auth/custom.js";
@@ -25,7 +24,7 @@ import { authCompatibilityProblems } from "./policy/auth-fit.js";
 import { createPolicyClient } from "./policy/client.js";
 import type { ApprovalGate } from "./policy/gate.js";
 import { preparePolicy } from "./policy/setup.js";
-import { type AgentSetup, createRunRegistry, createRuns, LEASE_TIMINGS, type LeaseTimings, threadLeases } from "./runs/index.js";
+import { type AgentSetup, createRunRegistry, createRuns, LEASE_TIMINGS, type LeaseTimings, type Runs, threadLeases } from "./runs/index.js";
 import { parseSettings, type Settings } from "./settings/parse.js";
 import { createMemoryLease } from "./store/memory/lease.js";
 import { createMemoryStore } from "./store/memory/store.js";
@@ -143,8 +142,6 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
 
   // Distinguishes this process's lease holders and tasks from other replicas'.
   const instanceId = ids.requestId();
-  const decisions: DecisionBook = { store, clock, metrics, logger, keepDecidedCalls: settings.TRACE_CAPTURE === "full" };
-  const registry = createRunRegistry();
   const runs = createRuns({
     store,
     leases: threadLeases(lease, { instanceId, ids, timings: options.leaseTimings ?? LEASE_TIMINGS }),
@@ -153,10 +150,10 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     logger,
     metrics,
     agent,
-    limits: { runTimeoutS: settings.RUN_TIMEOUT_S, recursionLimit: settings.RECURSION_LIMIT, dev: settings.dev, keepDecidedCalls: decisions.keepDecidedCalls },
-    decisions,
+    limits: { runTimeoutS: settings.RUN_TIMEOUT_S, recursionLimit: settings.RECURSION_LIMIT, dev: settings.dev },
+    decisions: { store, clock, metrics, logger, keepDecidedCalls: settings.TRACE_CAPTURE === "full" },
     pauses,
-    registry,
+    registry: createRunRegistry(),
   });
   const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId });
   runs.onResumed((approval, outcome) => a2a.settle(approval, outcome));
@@ -174,14 +171,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
   });
 
-  // Background jobs, on every replica.
-  const stops = [
-    every(logger, options.sweepIntervalMs ?? 5_000, "approval sweep", () => runs.recover()),
-    every(logger, 15_000, "marking lost runs", () => store.markLostRuns(LOST_RUN_GRACE_MS)),
-  ];
-  if (settings.RETENTION_DAYS > 0) stops.push(every(logger, 3_600_000, "retention", () => runs.retention(settings.RETENTION_DAYS)));
-  const ttl = settings.A2A_TASK_TTL_S;
-  if (ttl > 0) stops.push(every(logger, Math.min(60_000, ttl * 1000), "task retention", () => store.dropTasksBefore(isoTime(clock.now() - ttl * 1000))));
+  const stops = backgroundJobs({ settings, store, runs, clock, logger, sweepIntervalMs: options.sweepIntervalMs ?? 5_000 });
 
   let closed = false;
   return {
@@ -199,6 +189,19 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       await store.close();
     },
   };
+}
+
+/** The jobs every replica runs on timers; returns their stoppers. */
+function backgroundJobs(o: { settings: Settings; store: Store; runs: Runs; clock: Clock; logger: Logger; sweepIntervalMs: number }): (() => void)[] {
+  const { settings, store, runs, clock, logger } = o;
+  const stops = [
+    every(logger, o.sweepIntervalMs, "approval sweep", () => runs.recover()),
+    every(logger, 15_000, "marking lost runs", () => store.markLostRuns(LOST_RUN_GRACE_MS)),
+  ];
+  if (settings.RETENTION_DAYS > 0) stops.push(every(logger, 3_600_000, "retention", () => runs.retention(settings.RETENTION_DAYS)));
+  const ttl = settings.A2A_TASK_TTL_S;
+  if (ttl > 0) stops.push(every(logger, Math.min(60_000, ttl * 1000), "task retention", () => store.dropTasksBefore(isoTime(clock.now() - ttl * 1000))));
+  return stops;
 }
 
 function toolsByName(list: readonly Tool[]): Map<string, Tool> {

@@ -32,8 +32,6 @@ export interface RunLimits {
   readonly runTimeoutS: number;
   readonly recursionLimit: number;
   readonly dev: boolean;
-  /** TRACE_CAPTURE=full keeps a decided approval's call. */
-  readonly keepDecidedCalls: boolean;
 }
 
 export interface RunsContext {

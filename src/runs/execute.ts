@@ -104,129 +104,148 @@ interface Ending {
   readonly errorId: string | null;
 }
 
+/** A run in progress: what its steps share. */
+interface LiveRun {
+  readonly runId: string;
+  readonly logger: Logger;
+  readonly controller: AbortController;
+  /** performance.now() when the run started. */
+  readonly started: number;
+  readonly usage: Usage;
+  /** The final record and the lease's release were written with the last answer. */
+  finished: boolean;
+}
+
 export async function executeRun(ctx: RunsContext, input: RunInput): Promise<RunHandle> {
-  const { store, clock, ids, metrics } = ctx;
-  const { caller, threadId, lease, emit } = input;
   const opening = input.opening ?? { ...openRun(ctx, input), recorded: false };
   const { runId, firstMessage } = opening;
-  const started = performance.now();
-  const logger = input.logger.child({ run_id: runId, thread_id: threadId });
   if (!opening.recorded)
-    await store.createRun(opening.record, firstMessage ? { messages: [firstMessage], at: opening.record.created_at, fence: lease } : undefined);
-  metrics.activeRuns.inc();
+    await ctx.store.createRun(opening.record, firstMessage ? { messages: [firstMessage], at: opening.record.created_at, fence: input.lease } : undefined);
+  ctx.metrics.activeRuns.inc();
 
-  const controller = new AbortController();
+  const run: LiveRun = {
+    runId,
+    logger: input.logger.child({ run_id: runId, thread_id: input.threadId }),
+    controller: new AbortController(),
+    started: performance.now(),
+    usage: { input_tokens: 0, output_tokens: 0 },
+    finished: false,
+  };
   const stop = (kind: StopKind) => {
-    if (!controller.signal.aborted) controller.abort(new RunStopped(kind));
+    if (!run.controller.signal.aborted) run.controller.abort(new RunStopped(kind));
   };
-  const stopTimer = watch(ctx, lease, started, stop);
-
-  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
-  // The last answer, the final record and the lease's release are one write; the stream's
-  // message.end follows it, so a reader who sees it finds the answer stored.
-  let finished = false;
-  const execute = async (): Promise<Ending> => {
-    emit({
-      type: "message.start",
-      thread_id: threadId,
-      run_id: runId,
-      ...(input.resume ? { approval_id: input.resume.approvalId, decision: input.resume.decision } : {}),
-    });
-    try {
-      const persist = async (batch: readonly Message[]) => {
-        // A stopped run writes nothing more (a lost lease may already belong to another run).
-        controller.signal.throwIfAborted();
-        await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
-      };
-      const { messages, resume } = await conversation(ctx, input, firstMessage, persist);
-      const model = ctx.agent.model();
-      const result = await runLoop({
-        deferFinal: true,
-        model,
-        system: input.systemNote ? `${ctx.agent.system}\n\n${input.systemNote}` : ctx.agent.system,
-        tools: ctx.agent.tools,
-        recursionLimit: ctx.limits.recursionLimit,
-        dev: ctx.limits.dev,
-        signal: controller.signal,
-        ids,
-        logger,
-        messages,
-        emit,
-        persist,
-        toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(input.userWords ?? input.message ?? lastUserWords(messages)) },
-        apiFor: ctx.agent.policyClient
-          ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
-          : () => noPolicyClient,
-        isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
-        ...structuredFor(ctx, model.structuredOutput),
-        ...(resume
-          ? {
-              resume: {
-                ...resume,
-                // The waiting calls are carried out and their results written: only now is the
-                // paused run resumed for good. A run cut before this leaves it due, and the next
-                // holder of the thread (or the recovery sweep) resumes it again.
-                done: async () => void (await store.markResumed(input.resume!.pausedRunId, runId)),
-              },
-            }
-          : {}),
-      });
-      Object.assign(usage, result.usage);
-      if (result.final && result.final.length > 0) {
-        if (controller.signal.aborted) throw controller.signal.reason;
-        const at = isoTime(clock.now());
-        await store.finishRun(
-          runId,
-          { status: result.status, error_type: null, error_id: null, usage, updated_at: at, ended_at: at, latency_ms: Math.round(performance.now() - started) },
-          { messages: result.final, at },
-          lease,
-          ctx.leases.port,
-        );
-        finished = true;
-      }
-      const waiting = result.status === "awaiting_approval" ? await pendingApprovals(ctx, runId) : [];
-      emit({
-        type: "message.end",
-        thread_id: threadId,
-        run_id: runId,
-        usage: { ...usage },
-        latency_ms: Math.round(performance.now() - started),
-        status: result.status,
-        ...(waiting.length > 0 ? { approval: waiting[0], approvals: waiting } : {}),
-        ...(result.structured !== undefined ? { structured_response: result.structured } : {}),
-      });
-      return { status: result.status, errorType: null, errorId: null };
-    } catch (error) {
-      return failed(ctx, error, controller.signal, { emit, logger, runId });
-    }
-  };
-
-  const done = execute().then(async ({ status, errorType, errorId }) => {
+  const stopTimer = watch(ctx, input.lease, run.started, stop);
+  const done = drive(ctx, input, run, firstMessage).then((ending) => {
     stopTimer();
-    const latencyMs = Math.round(performance.now() - started);
-    metrics.activeRuns.dec();
-    metrics.runs.inc({ status });
-    metrics.runDuration.observe(latencyMs / 1000);
-    metrics.tokens.inc({ kind: "input" }, usage.input_tokens);
-    metrics.tokens.inc({ kind: "output" }, usage.output_tokens);
-    const endedAt = isoTime(clock.now());
-    ctx.pauses.forget(runId);
-    // The record and the lease are independent: written side by side (unless finished together).
-    if (!finished)
-      await Promise.all([
-        store.updateRun(runId, { status, error_type: errorType, error_id: errorId, usage, updated_at: endedAt, ended_at: endedAt, latency_ms: latencyMs }).catch((error: unknown) => {
-          logger.warning("run record not updated", { error_type: error instanceof Error ? error.name : "Error" });
-        }),
-        ctx.leases.release(lease),
-      ]);
-    logger.info("run ended", { status, latency_ms: latencyMs });
-    return status;
+    return close(ctx, input.lease, run, ending);
   });
 
   const registered = { interrupt: () => stop("interrupted"), done: done.then(() => undefined) };
   ctx.registry.add(registered);
   void done.finally(() => ctx.registry.delete(registered));
   return { runId, cancel: () => stop("cancelled"), done };
+}
+
+/** The run itself: its stream from message.start to message.end (or its error event). */
+async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessage: Message | undefined): Promise<Ending> {
+  const { store, clock } = ctx;
+  const { caller, threadId, lease, emit } = input;
+  const { runId, logger, controller, started, usage } = run;
+  emit({
+    type: "message.start",
+    thread_id: threadId,
+    run_id: runId,
+    ...(input.resume ? { approval_id: input.resume.approvalId, decision: input.resume.decision } : {}),
+  });
+  try {
+    const persist = async (batch: readonly Message[]) => {
+      // A stopped run writes nothing more (a lost lease may already belong to another run).
+      controller.signal.throwIfAborted();
+      await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
+    };
+    const { messages, resume } = await conversation(ctx, input, firstMessage, persist);
+    const model = ctx.agent.model();
+    const result = await runLoop({
+      deferFinal: true,
+      model,
+      system: input.systemNote ? `${ctx.agent.system}\n\n${input.systemNote}` : ctx.agent.system,
+      tools: ctx.agent.tools,
+      recursionLimit: ctx.limits.recursionLimit,
+      dev: ctx.limits.dev,
+      signal: controller.signal,
+      ids: ctx.ids,
+      logger,
+      messages,
+      emit,
+      persist,
+      toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(input.userWords ?? input.message ?? lastUserWords(messages)) },
+      apiFor: ctx.agent.policyClient
+        ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
+        : () => noPolicyClient,
+      isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
+      ...structuredFor(ctx, model.structuredOutput),
+      ...(resume
+        ? {
+            resume: {
+              ...resume,
+              // The waiting calls are carried out and their results written: only now is the
+              // paused run resumed for good. A run cut before this leaves it due, and the next
+              // holder of the thread (or the recovery sweep) resumes it again.
+              done: async () => void (await store.markResumed(input.resume!.pausedRunId, runId)),
+            },
+          }
+        : {}),
+    });
+    Object.assign(usage, result.usage);
+    // The last answer, the final record and the lease's release are one write; the stream's
+    // message.end follows it, so a reader who sees it finds the answer stored.
+    if (result.final && result.final.length > 0) {
+      if (controller.signal.aborted) throw controller.signal.reason;
+      const at = isoTime(clock.now());
+      const latency = Math.round(performance.now() - started);
+      const end = { status: result.status, error_type: null, error_id: null, usage, updated_at: at, ended_at: at, latency_ms: latency };
+      await store.finishRun(runId, end, { messages: result.final, at }, lease, ctx.leases.port);
+      run.finished = true;
+    }
+    const waiting = result.status === "awaiting_approval" ? await pendingApprovals(ctx, runId) : [];
+    emit({
+      type: "message.end",
+      thread_id: threadId,
+      run_id: runId,
+      usage: { ...usage },
+      latency_ms: Math.round(performance.now() - started),
+      status: result.status,
+      ...(waiting.length > 0 ? { approval: waiting[0], approvals: waiting } : {}),
+      ...(result.structured !== undefined ? { structured_response: result.structured } : {}),
+    });
+    return { status: result.status, errorType: null, errorId: null };
+  } catch (error) {
+    return failed(ctx, error, controller.signal, { emit, logger, runId });
+  }
+}
+
+/** After the run: metrics, the final record and the lease (unless written with the answer), the log line. */
+async function close(ctx: RunsContext, lease: LeaseHandle, run: LiveRun, { status, errorType, errorId }: Ending): Promise<RunStatus> {
+  const { metrics, store } = ctx;
+  const { usage, logger } = run;
+  const latencyMs = Math.round(performance.now() - run.started);
+  metrics.activeRuns.dec();
+  metrics.runs.inc({ status });
+  metrics.runDuration.observe(latencyMs / 1000);
+  metrics.tokens.inc({ kind: "input" }, usage.input_tokens);
+  metrics.tokens.inc({ kind: "output" }, usage.output_tokens);
+  const endedAt = isoTime(ctx.clock.now());
+  ctx.pauses.forget(run.runId);
+  // The record and the lease are independent: written side by side.
+  if (!run.finished)
+    await Promise.all([
+      store.updateRun(run.runId, { status, error_type: errorType, error_id: errorId, usage, updated_at: endedAt, ended_at: endedAt, latency_ms: latencyMs }).catch((error: unknown) => {
+        logger.warning("run record not updated", { error_type: error instanceof Error ? error.name : "Error" });
+      }),
+      ctx.leases.release(lease),
+    ]);
+  logger.info("run ended", { status, latency_ms: latencyMs });
+  return status;
 }
 
 /**

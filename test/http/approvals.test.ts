@@ -139,7 +139,9 @@ describe("deciding", () => {
     expect(events[0]).toMatchObject({ event: "message.start", data: { approval_id: approval.approval_id, decision: "approve", thread_id: "t1" } });
     expect(events.find((e) => e.event === "tool.result")!.data).toMatchObject({ is_error: false });
     expect(events.at(-1)!.data.status).toBe("ok");
-    expect(hits).toEqual([{ method: "POST", url: "/orders?source=agent", body: JSON.stringify({ item: "book", card: "4111-secret" }) }]);
+    expect(hits).toEqual([
+      { method: "POST", url: "/orders?source=agent", body: JSON.stringify({ item: "book", card: "4111-secret" }), headers: expect.objectContaining({ "idempotency-key": approval.approval_id }) },
+    ]);
     const stored = (await store.getApproval(approval.approval_id))!;
     expect(stored).toMatchObject({ status: "approved", comment: "ok", query: null, body: null });
     expect(stored.decided_by).toBe(approval.requester);

@@ -134,7 +134,7 @@ describe("two createApp instances on one schema act as replicas", () => {
     expect(events[0]).toMatchObject({ event: "message.start", data: { approval_id: approval.approval_id, decision: "approve", thread_id: "ap1" } });
     expect(events.find((e) => e.event === "tool.result")!.data).toMatchObject({ is_error: false });
     expect(events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
-    expect(hits).toEqual([{ method: "POST", url: "/orders", body: JSON.stringify({ item: "book" }) }]);
+    expect(hits).toEqual([{ method: "POST", url: "/orders", body: JSON.stringify({ item: "book" }), headers: expect.objectContaining({ "idempotency-key": approval.approval_id }) }]);
 
     // a sees the decision; a second decision on a is refused and sends nothing
     const again = await decide(a, "ap1", approval.approval_id, { decision: "approve" });
