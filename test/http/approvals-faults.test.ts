@@ -113,6 +113,20 @@ describe("decisions are carried out once, whoever holds the thread", () => {
     expect(paused.resumed_by).toBe(runs.find((r) => r.resumed_from === paused.run_id)!.run_id);
   });
 
+  it("a decision arriving while the paused run still holds the thread waits for it and streams the resumed run", async () => {
+    const thread = "still-held";
+    const id = await pause(a, thread);
+    const h = await handle(schema);
+    // The paused run is still writing its end: it lets the thread go a moment later.
+    const paused = (await h.lease.acquire(thread, "same-replica:paused-run", 10_000))!;
+    setTimeout(() => void h.lease.release(paused), 300);
+    const decided = await drain(await approve(b, thread, id));
+    expect(decided.status).toBe(200);
+    expect(decided.events[0]).toMatchObject({ event: "message.start", data: { approval_id: id, decision: "approve" } });
+    expect(decided.events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+    await expectSentOnce(a, thread, id);
+  });
+
   it("a chat that takes the thread first carries out the decided call before anything else, and is refused meanwhile", async () => {
     const thread = "chat-first";
     const id = await pause(a, thread);
