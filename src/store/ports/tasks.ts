@@ -1,0 +1,14 @@
+/** The A2A tasks table (records in ../records/task.ts). */
+import type { ListTasksQuery, TaskRecord } from "../records/task.js";
+
+export interface TaskStore {
+  createTask(task: TaskRecord): Promise<void>;
+  getTask(taskId: string): Promise<TaskRecord | null>;
+  updateTask(taskId: string, patch: Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>): Promise<void>;
+  /** Most recently updated first. */
+  listTasks(query: ListTasksQuery): Promise<TaskRecord[]>;
+  /** Input-required tasks on a thread that list this approval. */
+  tasksWaitingOn(threadId: string, approvalId: string): Promise<TaskRecord[]>;
+  /** Drops tasks not updated since `before` (ISO); returns how many. */
+  dropTasksBefore(before: string): Promise<number>;
+}
