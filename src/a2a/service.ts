@@ -35,8 +35,11 @@ interface Ctx {
 /** Runs of this process by task id: cancel and subscribe reach them here. */
 interface LiveTask {
   run: RunHandle | undefined;
-  /** Resolves with the stored final task. */
-  done: Promise<TaskRecord> | undefined;
+  /**
+   * Resolves with the stored final task; rejects when the run could not start (its caller has
+   * the error). Made with the entry: a subscriber that arrives before the run starts waits on it.
+   */
+  readonly done: Promise<TaskRecord>;
   listeners: Set<(event: Record<string, JsonValue> | null, task: TaskRecord) => void>;
   canceled: boolean;
 }
@@ -134,7 +137,8 @@ export function createA2AService(deps: A2ADeps) {
   async function sendStreaming(req: RpcRequest, ctx: Ctx): Promise<AsyncIterable<Record<string, JsonValue>>> {
     const queue = new EventQueue();
     const started = await start(req, ctx, (event, task) => queue.push(event === null ? null : rpcResult(req.id, event), task));
-    queue.push(rpcResult(req.id, taskSnapshot(started.task, ctx.version)), started.task);
+    // The snapshot leads even if the run's first pieces arrived while the task was being stored.
+    queue.lead(rpcResult(req.id, taskSnapshot(started.task, ctx.version)));
     void started.done.then(
       (task) => {
         queue.push(rpcResult(req.id, statusUpdate(task, ctx.version)), task);
@@ -217,9 +221,35 @@ export function createA2AService(deps: A2ADeps) {
     /** Starts the run, or answers the task as it now stands when no run starts. */
     begin: (emit: (event: RunEvent) => void) => Promise<RunHandle | TaskRecord>,
   ): Promise<Started> {
-    const entry: LiveTask = { run: undefined, done: undefined, listeners: new Set(), canceled: false };
+    let resolve!: (final: TaskRecord) => void;
+    let reject!: (error: unknown) => void;
+    const entry: LiveTask = { run: undefined, done: new Promise((res, rej) => ((resolve = res), (reject = rej))), listeners: new Set(), canceled: false };
+    void entry.done.catch(() => {});
     if (onEvent) entry.listeners.add(onEvent);
     live.set(task.task_id, entry);
+    let started: Started;
+    try {
+      started = await startRun(task, ctx, entry, begin);
+    } catch (error) {
+      live.delete(task.task_id);
+      reject(error);
+      throw error;
+    }
+    // The entry leaves the registry when its final task is stored, however the run went.
+    void started.done.then(
+      (final) => {
+        live.delete(task.task_id);
+        resolve(final);
+      },
+      (error: unknown) => {
+        live.delete(task.task_id);
+        reject(error);
+      },
+    );
+    return { task: started.task, done: entry.done };
+  }
+
+  async function startRun(task: TaskRecord, ctx: Ctx, entry: LiveTask, begin: (emit: (event: RunEvent) => void) => Promise<RunHandle | TaskRecord>): Promise<Started> {
     const collector = outcomeCollector();
     const artifactId = `${task.task_id}-response`;
     let held: string | undefined;
@@ -243,23 +273,17 @@ export function createA2AService(deps: A2ADeps) {
     try {
       run = await begin(emit);
     } catch (error) {
-      live.delete(task.task_id);
       if (isRefusal(error)) return failNow(task, A2A_CODE[error.code], error.message);
       throw error;
     }
-    if ("task_id" in run) {
-      live.delete(task.task_id);
-      return { task: run, done: Promise.resolve(run) };
-    }
+    if ("task_id" in run) return { task: run, done: Promise.resolve(run) };
     entry.run = run;
     const withRun = await update(task, { run_id: run.runId });
-    const done = (entry.done = run.done.then(async () => {
+    const done = run.done.then(async () => {
       const outcome = collector.outcome();
       if (held !== undefined) chunk(held, true);
-      const final = await update(withRun, entry.canceled ? { state: "canceled", status_parts: [], run_id: null } : taskFields(outcome, artifactId));
-      live.delete(task.task_id);
-      return final;
-    }));
+      return update(withRun, entry.canceled ? { state: "canceled", status_parts: [], run_id: null } : taskFields(outcome, artifactId));
+    });
     return { task: withRun, done };
   }
 
@@ -379,10 +403,13 @@ export function createA2AService(deps: A2ADeps) {
     queue.push(rpcResult(req.id, taskSnapshot(t, ctx.version)), t);
     const listener = (event: Record<string, JsonValue> | null, task: TaskRecord) => queue.push(event === null ? null : rpcResult(req.id, event), task);
     entry.listeners.add(listener);
-    void entry.done?.then((final) => {
-      queue.push(rpcResult(req.id, statusUpdate(final, ctx.version)), final);
-      queue.end();
-    });
+    void entry.done.then(
+      (final) => {
+        queue.push(rpcResult(req.id, statusUpdate(final, ctx.version)), final);
+        queue.end();
+      },
+      () => queue.end(),
+    );
     return queue;
   }
 
@@ -439,6 +466,12 @@ class EventQueue implements AsyncIterable<Record<string, JsonValue>> {
   push(item: Record<string, JsonValue> | null, _task?: TaskRecord): void {
     if (item === null || this.done) return;
     this.items.push(item);
+    this.wake?.();
+  }
+  /** Puts the item before everything queued so far. */
+  lead(item: Record<string, JsonValue>): void {
+    if (this.done) return;
+    this.items.unshift(item);
     this.wake?.();
   }
   end(): void {

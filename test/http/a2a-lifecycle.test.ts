@@ -2,22 +2,28 @@ import postgres from "postgres";
 import { afterEach, describe, expect, it } from "vitest";
 import { openPostgres } from "../../src/store/postgres/index.js";
 import { silentLogger } from "../../src/observability/logger.js";
-import { KEY, makeApp, type TestApp, waitFor } from "../helpers.js";
+import { createMemoryStore } from "../../src/store/memory/store.js";
+import type { Store } from "../../src/store/ports.js";
+import { KEY, makeApp, parseSse, type TestApp, waitFor } from "../helpers.js";
 import { TEST_DSN } from "../support/postgres.js";
 
 let app: TestApp;
 afterEach(async () => app?.close());
 
+const call = (a: TestApp, method: string, params: Record<string, unknown>) =>
+  a.fetch(
+    new Request("http://test/a2a/app", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "A2A-Version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    }),
+  );
 const rpc = (a: TestApp, method: string, params: Record<string, unknown>) =>
-  a
-    .fetch(
-      new Request("http://test/a2a/app", {
-        method: "POST",
-        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "A2A-Version": "1.0" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-      }),
-    )
-    .then((r) => r.json() as Promise<{ result?: { task?: { id: string } } & Record<string, unknown>; error?: { code: number } }>);
+  call(a, method, params).then((r) => r.json() as Promise<{ result?: { task?: { id: string } } & Record<string, unknown>; error?: { code: number } }>);
+
+/** The promise's value, or a rejection naming `what` when it takes longer than `ms`. */
+const within = <T>(ms: number, what: string, p: Promise<T>) =>
+  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} after ${ms} ms`)), ms))]);
 
 describe("A2A task retention and lost processes", () => {
   it("drops a task A2A_TASK_TTL_S after its last update", async () => {
@@ -59,3 +65,31 @@ describe("A2A task retention and lost processes", () => {
   });
 });
 
+describe("A2A live tasks", () => {
+  it("a subscriber arriving after the task is created but before its run starts gets the final task", async () => {
+    // The run's start is held where it claims the thread: the task exists and is live, no run yet.
+    const inner = createMemoryStore();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let claiming = false;
+    const store: Store = {
+      ...inner,
+      claimThread: async (...args) => {
+        claiming = true;
+        await held;
+        return inner.claimThread(...args);
+      },
+    };
+    app = await makeApp({}, { store });
+    const sending = call(app, "SendStreamingMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "early bird" }] } });
+    await waitFor(() => claiming);
+    const id = ((await rpc(app, "ListTasks", {})).result!.tasks as { id: string }[])[0]!.id;
+    const sub = await call(app, "SubscribeToTask", { id });
+    expect(sub.status).toBe(200);
+    release();
+    await (await sending).text();
+    const events = parseSse(await within(3_000, "the subscriber still waits for the final task", sub.text())).map((e) => e.data);
+    expect(events[0]!.result.task.id).toBe(id);
+    expect(events.at(-1)!.result.statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+});
