@@ -1,0 +1,67 @@
+/**
+ * One decided call on the wire: send it, refuse a redirect, read the answer up to its cap. The
+ * deadline and the run's stop are raced around this in client.ts's `transmit`, which says why no
+ * signal is passed to fetch; they end an exchange through its `ExchangeState`.
+ */
+import { ApiCallError } from "../errors.js";
+import type { JsonValue } from "../json.js";
+import type { ApiPolicy } from "./document.js";
+import type { ApiResponse } from "./types.js";
+import { parseAnswer, readAnswer } from "./wire.js";
+
+/** A call with every refusal decided: only sending it and reading its answer are left. */
+export interface OutboundCall {
+  readonly api: ApiPolicy;
+  readonly method: string;
+  /** Base URL, judged path and query, joined by hand: the path that was judged is the path sent. */
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: JsonValue | undefined;
+  /** Names the call in the log: its operation id, else the path as the tool wrote it. */
+  readonly operation: string;
+}
+
+/** What an exchange has seen so far, shared with the deadline that may cut it short. */
+export interface ExchangeState {
+  /** Set once the call is over (answered, timed out or stopped): the answer is no longer read. */
+  stopped: boolean;
+  answer: Response | undefined;
+  /** The upstream's status, 0 until one is read. */
+  status: number;
+}
+
+export async function exchange(fetchFn: typeof fetch, call: OutboundCall, state: ExchangeState): Promise<ApiResponse> {
+  const { api } = call;
+  const response = await fetchFn(call.url, {
+    method: call.method,
+    headers: call.headers,
+    redirect: "manual",
+    ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
+  });
+  state.answer = response;
+  if (state.stopped) {
+    await response.body?.cancel().catch(() => {});
+    throw new ApiCallError("stopped");
+  }
+  const status = response.status;
+  state.status = status;
+  if ((status >= 300 && status < 400) || response.type === "opaqueredirect") {
+    await response.body?.cancel().catch(() => {});
+    throw new ApiCallError(`API ${api.name} answered with a redirect, which is never followed`, { status });
+  }
+  const bytes = await readAnswer(response, api.limits.maxResponseBytes, () => state.stopped);
+  const parsed = parseAnswer(bytes, response.headers.get("content-type"));
+  // Headers are copied only if the tool reads them (most do not); Set-Cookie never reaches it.
+  let copied: Record<string, string> | undefined;
+  return {
+    status,
+    body: parsed,
+    get headers() {
+      if (!copied) {
+        copied = Object.fromEntries(response.headers);
+        delete copied["set-cookie"];
+      }
+      return copied;
+    },
+  };
+}
