@@ -1,0 +1,45 @@
+/** The A2A tasks table on PostgreSQL. */
+import type { TaskStore } from "../ports.js";
+import type { Sql } from "./connect.js";
+import type { Guard } from "./health.js";
+import { jsonb, taskOf } from "./rows.js";
+
+export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
+  const json = jsonb(sql);
+  return {
+    createTask: (t) => guard(async () => {
+      await sql`
+        INSERT INTO a2a_tasks (task_id, context_id, owner, actor, state, status_parts, artifacts, approval_ids, run_id, instance_id, created_at, updated_at)
+        VALUES (${t.task_id}, ${t.context_id}, ${t.owner}, ${t.actor}, ${t.state}, ${json(t.status_parts)}, ${json(t.artifacts)},
+                ${sql.array([...t.approval_ids])}, ${t.run_id}, ${t.instance_id}, ${t.created_at}, ${t.updated_at})`;
+    }),
+    getTask: (id) => guard(async () => {
+      const [r] = await sql`SELECT * FROM a2a_tasks WHERE task_id = ${id}`;
+      return r ? taskOf(r) : null;
+    }),
+    updateTask: (id, patch) => guard(async () => {
+      const values: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === undefined) continue;
+        values[k] = k === "status_parts" || k === "artifacts" ? json(v) : k === "approval_ids" ? sql.array([...(v as string[])]) : v;
+      }
+      if (Object.keys(values).length > 0) await sql`UPDATE a2a_tasks SET ${sql(values)} WHERE task_id = ${id}`;
+    }),
+    listTasks: (q) => guard(async () => {
+      const rows = await sql`
+        SELECT * FROM a2a_tasks WHERE owner = ${q.owner}
+          AND (${q.actor ?? null}::text IS NULL OR actor = ${q.actor ?? null})
+          AND (${q.context_id ?? null}::text IS NULL OR context_id = ${q.context_id ?? null})
+        ORDER BY updated_at DESC, task_id DESC LIMIT ${q.limit} OFFSET ${q.offset}`;
+      return rows.map(taskOf);
+    }),
+    tasksWaitingOn: (threadId, approvalId) => guard(async () => {
+      const rows = await sql`SELECT * FROM a2a_tasks WHERE context_id = ${threadId} AND state = 'input-required' AND ${approvalId} = ANY (approval_ids)`;
+      return rows.map(taskOf);
+    }),
+    dropTasksBefore: (before) => guard(async () => {
+      const rows = await sql`DELETE FROM a2a_tasks WHERE updated_at < ${before} RETURNING 1`;
+      return rows.length;
+    }),
+  };
+}
