@@ -12,6 +12,7 @@ import { serve } from "@hono/node-server";
 import { createApp } from "../app.js";
 import type { CustomAuthPolicy } from "../auth/custom.js";
 import { isAppError, type SettingsError } from "../errors.js";
+import { createLogger } from "../observability/logger.js";
 import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
 import { hostReadText } from "./files.js";
@@ -63,7 +64,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
       for (const p of (error as SettingsError).problems) process.stderr.write(`  ${p.variable}: ${p.message}\n`);
       process.exit(2);
     }
-    if (isAppError(error) && error.code === "configuration" && error.name !== "PolicyError") {
+    if (isAppError(error) && error.code === "configuration") {
       process.stderr.write(`The service cannot start: ${error.message}\n`);
       process.exit(2);
     }
@@ -76,20 +77,26 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
   }
 
   const { HOST: hostname, PORT: port } = app.settings;
+  // The entry's own lines follow the service's log format: one JSON object per line outside dev.
+  const log = createLogger({ level: app.settings.LOG_LEVEL, format: app.settings.logFormat, write: (line) => void process.stdout.write(`${line}\n`), name: "runtime" });
   const server = serve({ fetch: app.fetch, hostname, port }, (info) => {
     const base = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${info.port}`;
+    if (!app.settings.dev) return log.info(`Agent service listening on ${base}`);
     process.stdout.write(`Agent service listening on ${base}\n`);
-    if (app.settings.dev) {
-      process.stdout.write(`  playground: ${base}/playground   docs: ${base}/docs\n`);
-      if (playgroundKey) process.stdout.write(`  development API key: ${playgroundKey}\n`);
-    }
+    process.stdout.write(`  playground: ${base}/playground   docs: ${base}/docs\n`);
+    if (playgroundKey) process.stdout.write(`  development API key: ${playgroundKey}\n`);
+  });
+  server.once("error", (error: NodeJS.ErrnoException) => {
+    const reason = error.code === "EADDRINUSE" ? "is in use" : error.code === "EACCES" ? "needs privileges this process lacks" : `cannot be listened on (${error.code ?? "error"})`;
+    process.stderr.write(`The service cannot start: PORT ${port} on HOST ${hostname} ${reason}.\n`);
+    process.exit(2);
   });
 
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write(`${signal}: draining ${app.activeRuns} run(s)\n`);
+    log.info(`${signal}: draining ${app.activeRuns} run(s)`);
     // Stop accepting; open streams keep their sockets until their runs end.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     await app.drain(app.settings.DRAIN_GRACE_S * 1000);

@@ -45,6 +45,9 @@ export function parseSettings(env: Env): Settings {
     add("RUNTIME", "graph-server is not supported by this service; use standalone");
   if (ok("CHECKPOINTER", "SQLDB_DSN") && raw.CHECKPOINTER === "sql" && !raw.SQLDB_DSN)
     add("SQLDB_DSN", "is required when CHECKPOINTER is sql");
+  // The DSN holds a password: a bad one is named, never shown.
+  if (ok("SQLDB_DSN") && raw.SQLDB_DSN && !isPostgresUrl(raw.SQLDB_DSN))
+    add("SQLDB_DSN", "is not a postgres:// or postgresql:// URL with a host");
   if (ok("DB_POOL_MIN_SIZE", "DB_POOL_MAX_SIZE") && raw.DB_POOL_MIN_SIZE > raw.DB_POOL_MAX_SIZE)
     add("DB_POOL_MIN_SIZE", "must not exceed DB_POOL_MAX_SIZE");
   if (ok("AUTH_JWT_JWKS_URL", "AUTH_JWT_PUBLIC_KEY") && raw.AUTH_JWT_JWKS_URL && raw.AUTH_JWT_PUBLIC_KEY)
@@ -73,6 +76,12 @@ export function parseSettings(env: Env): Settings {
     tracingEnabled,
     notes,
   });
+}
+
+function isPostgresUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const u = new URL(value);
+  return (u.protocol === "postgres:" || u.protocol === "postgresql:") && u.hostname !== "";
 }
 
 function secureOrLoopback(value: string): boolean {

@@ -142,6 +142,39 @@ describe("node dist/node.js", () => {
     expect(svc.stdout()).not.toMatch(/listening/);
   });
 
+  it("outside dev every line on stdout is one JSON object, the entry's own lines included", async () => {
+    const svc = await startService(FAKE);
+    expect((await postChat(svc.base, "hello")).status).toBe(200);
+    svc.child.kill("SIGTERM");
+    expect(await svc.exited).toBe(0);
+    const lines = svc.stdout().split("\n").filter((l) => l !== "");
+    expect(lines.length).toBeGreaterThan(1);
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(lines.map((l) => JSON.parse(l).message)).toEqual(expect.arrayContaining([expect.stringMatching(/^Agent service listening on /), "SIGTERM: draining 0 run(s)"]));
+  });
+
+  it("a port in use stops startup with one line naming PORT, no stack", async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, HOST, r));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const svc = spawnService({ ...FAKE, HOST, PORT: String(port), ENV_FILE: "/nonexistent/.env" });
+      expect(await svc.exited).toBe(2);
+      const lines = svc.stderr().split("\n").filter((l) => l !== "");
+      expect(lines).toEqual([`The service cannot start: PORT ${port} on HOST ${HOST} is in use.`]);
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  });
+
+  it("a malformed SQLDB_DSN stops startup naming the variable and never prints the password (exit 2)", async () => {
+    const svc = spawnService({ ...FAKE, HOST, PORT: "0", CHECKPOINTER: "sql", SQLDB_DSN: "postgres://agent:s3cret-pw@db.example:notaport/app", ENV_FILE: "/nonexistent/.env" });
+    expect(await svc.exited).toBe(2);
+    expect(svc.stderr()).toMatch(/SQLDB_DSN/);
+    expect(svc.stderr() + svc.stdout()).not.toContain("s3cret-pw");
+    expect(svc.stderr()).not.toMatch(/\n\s+at /);
+  });
+
   it("starts with no model configured; a run then fails naming MODEL_NAME", async () => {
     // `npm start` with nothing but the key: MODEL_PROVIDER defaults to openai, no MODEL_NAME.
     const svc = await startService({ API_KEY: KEY });
