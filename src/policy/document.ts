@@ -5,7 +5,7 @@
  * (PolicyError, exit code 3 in tooling), never a refused call. The result is compiled for the
  * judge: methods as sets, path templates split and normalized once.
  */
-import { LineCounter, parseDocument } from "yaml";
+import { type Document, isPair, isScalar, isSeq, LineCounter, parseDocument, visit } from "yaml";
 import type { z } from "zod";
 import { AppError } from "../errors.js";
 import { valueAt } from "../json.js";
@@ -95,15 +95,19 @@ export const A2A_V03_TO_V10: Readonly<Record<string, string>> = {
 };
 const A2A_SEND = new Set(["SendMessage", "SendStreamingMessage"]);
 
-/** Parses and checks a policy document; throws PolicyError listing every problem. */
-export function loadPolicy(text: string): Policy {
+/**
+ * Parses and checks a policy document; throws PolicyError listing every problem. `source` (the
+ * file's path) names where a YAML syntax error is.
+ */
+export function loadPolicy(text: string, source?: string): Policy {
   const problems: PolicyProblem[] = [];
   const lines = new LineCounter();
   const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, merge: false, lineCounter: lines });
   for (const e of doc.errors) {
     const line = e.pos ? lines.linePos(e.pos[0]).line : undefined;
-    const repeated = e.code === "DUPLICATE_KEY";
-    problems.push({ place: line ? `line ${line}` : "document", message: repeated ? "repeats a key" : "is not valid YAML" });
+    const at = line ? `line ${line}` : "document";
+    if (e.code === "DUPLICATE_KEY" && e.pos) problems.push({ place: placeOfKey(doc, e.pos[0]) ?? at, message: `repeats a key (${at})` });
+    else problems.push({ place: source ? `${source} ${at}` : at, message: `is not valid YAML: ${e.message}` });
   }
   if (problems.length > 0) throw new PolicyError(problems);
   const raw: unknown = doc.toJS({ maxAliasCount: 100 });
@@ -303,6 +307,25 @@ function compileApi(name: string, api: ApiInput): ApiPolicy {
       };
     }),
   };
+}
+
+/** The dotted place of the map key that starts at `offset` (`apis.orders.auth`), list items by index. */
+function placeOfKey(doc: Document, offset: number): string | undefined {
+  let place: string | undefined;
+  visit(doc, {
+    Pair(_, pair, path) {
+      const key = pair.key;
+      if (!isScalar(key) || key.range?.[0] !== offset) return undefined;
+      const parts: string[] = [];
+      path.forEach((node, i) => {
+        if (isPair(node) && isScalar(node.key)) parts.push(String(node.key.value));
+        else if (isSeq(node)) parts.push(String(node.items.indexOf((path[i + 1] ?? pair) as never)));
+      });
+      place = [...parts, String(key.value)].join(".");
+      return visit.BREAK;
+    },
+  });
+  return place;
 }
 
 function zodProblems(error: z.ZodError, base: string, root: unknown): PolicyProblem[] {

@@ -39,7 +39,7 @@ export async function preparePolicy(input: PolicySetupInput): Promise<PolicySetu
     if (declared.length > 0) throw new PolicyError(declared);
     return undefined;
   }
-  const policy = loadPolicy(text);
+  const policy = loadPolicy(text, input.text === undefined ? input.path : undefined);
   const problems: PolicyProblem[] = [];
   const baseUrls = new Map<string, string>();
   const tokens = new Map<string, string>();

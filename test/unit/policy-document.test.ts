@@ -120,21 +120,28 @@ describe("loadPolicy: repeated keys", () => {
     expect(problems.some((p) => p.message.includes("repeats a key"))).toBe(true);
   });
 
-  // SRC BUG (document.ts loadPolicy): the document is parsed with prettyErrors: false, so YAML
-  // errors carry no linePos and every repeated key (or syntax error) is placed at "document"
-  // instead of `line N`.
-  it("places a repeated key at `line N`", () => {
+  it("names the place of a repeated key (spec 2.6, 7.5) and its line", () => {
     const text = ["apis:", "  x:", "    base_url_env: X", "    auth: none", "    allowed_methods: [GET]", "    auth: bearer", ""].join("\n");
-    refused(text, "line 6", "repeats a key");
+    refused(text, "apis.x.auth", "repeats a key (line 6)");
   });
 
-  it("places a repeated API name at `line N`", () => {
-    refused("apis:\n  x: {base_url_env: X, auth: none, allowed_methods: [GET]}\n  x: {base_url_env: Y, auth: none, allowed_methods: [GET]}\n", "line 3", "repeats a key");
+  it("names a repeated API name and a repeated key inside a list item", () => {
+    refused("apis:\n  x: {base_url_env: X, auth: none, allowed_methods: [GET]}\n  x: {base_url_env: Y, auth: none, allowed_methods: [GET]}\n", "apis.x", "repeats a key (line 3)");
+    refused(
+      "apis:\n  x:\n    base_url_env: X\n    auth: none\n    allowed_methods: [GET]\n    allowed_operations:\n      - {path: /a}\n      - {path: /a, path: /b}\n",
+      "apis.x.allowed_operations.1.path",
+      "repeats a key",
+    );
   });
 
-  it("places text that is not YAML at `line N`", () => {
+  it("places text that is not YAML at `line N`, with the parser's reason", () => {
     // The parser reports where it notices the problem: the end of the unclosed list.
-    refused("apis:\n  x: [unclosed\n", "line 3", "not valid YAML");
+    const problems = refused("apis:\n  x: [unclosed\n", "line 3", "not valid YAML: ");
+    expect(problems[0]!.message.length).toBeGreaterThan("is not valid YAML: ".length);
+  });
+
+  it("names the file of a YAML syntax error", () => {
+    expect(() => loadPolicy("apis:\n  x: [unclosed\n", "policy/api-policy.yaml")).toThrow(/policy\/api-policy\.yaml line 3 is not valid YAML/);
   });
 
   it("refuses every repeated key, whatever the level", () => {
@@ -143,7 +150,7 @@ describe("loadPolicy: repeated keys", () => {
       "apis:\n  x:\n    base_url_env: X\n    auth: none\n    allowed_methods: [GET]\n    limits: {rate_per_minute: 1, rate_per_minute: 2}\n",
       "apis:\n  x:\n    base_url_env: X\n    auth: none\n    allowed_methods: [GET]\n    allowed_operations:\n      - {path: /a, path: /b}\n",
     ];
-    for (const text of cases) expect(problemsOf(text).map((p) => p.message)).toContain("repeats a key");
+    for (const text of cases) expect(problemsOf(text).map((p) => p.message)).toContainEqual(expect.stringContaining("repeats a key"));
   });
 });
 
