@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { ProviderOptions } from "../../src/agent/model.js";
 import { createAnthropicModel } from "../../src/agent/providers/anthropic.js";
 import { describeProviderContract } from "./contract.js";
-import { collect, conversation, loopbackUpstream, request, sse } from "./support.js";
+import { collect, conversation, failure, loopbackUpstream, request, sse, sseOpen, within } from "./support.js";
 
 const API_KEY = "sk-ant-loopback-test-key";
 
@@ -116,10 +116,23 @@ describeProviderContract("anthropic", {
     ANTHROPIC_LOG: "debug",
   },
   defaultURL: "https://api.anthropic.com/v1/messages",
-  gaps: { stalledStream: "the SDK's timeout ends with the response headers" },
 });
 
 describe("anthropic provider", () => {
+  it("times out a stream that only pings: a keep-alive is not progress", async () => {
+    let pings: ReturnType<typeof setInterval> | undefined;
+    upstream.handler = (_r, res) => {
+      sseOpen(res, textFrames(["first"]).slice(0, 5));
+      pings = setInterval(() => res.write(ev("ping", {})), 50);
+      res.on("close", () => clearInterval(pings));
+    };
+    const started = Date.now();
+    const error = await failure(collect(model({ timeoutMs: 200 }).stream(request([user]))));
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(error.message).toBe("anthropic request failed: timeout");
+    expect(await within(requests[0]!.closed.then(() => "closed"), 1000)).toBe("closed");
+  });
+
   it("sends a text turn in the Messages shape, with the API version", async () => {
     upstream.handler = (_r, res) => sse(res, textFrames(["ok"]));
     await collect(model().stream(request([user])));

@@ -4,9 +4,6 @@
  * retry as MODEL_MAX_RETRIES says, give up and time out (MODEL_TIMEOUT_S) with a ModelError that
  * names the status or kind and never the body, name refused connections and errors in the
  * stream, let cancellation reach the request, and take nothing from process.env.
- *
- * A provider that does not show a behaviour yet names it in `gaps`: that test then runs as
- * `it.fails`, so the gap stays visible and the suite says so the day it is closed.
  */
 import type { ServerResponse } from "node:http";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -22,13 +19,11 @@ import {
   sse,
   sseLate,
   sseOpen,
+  sseSpaced,
   type Recorded,
   type Upstream,
   within,
 } from "./support.js";
-
-/** Behaviours a provider may be excused from, each with the reason (run as `it.fails`). */
-export type ProviderGap = "stalledStream" | "abortDuringBackoff";
 
 export interface ProviderFixture {
   /** `Model.provider`, and how every ModelError message starts: "<provider> request failed: …". */
@@ -80,8 +75,6 @@ export interface ProviderFixture {
   readonly envHeaders?: readonly string[];
   /** The URL of a model request without a base URL; undefined where a base URL is required. */
   readonly defaultURL?: string;
-
-  readonly gaps?: Partial<Record<ProviderGap, string>>;
 }
 
 const { user, assistantCalls, results } = conversation(["call_a", "call_b"], "Checking.");
@@ -111,13 +104,6 @@ export function describeProviderContract(name: string, fixture: ProviderFixture)
   const failWith = (res: ServerResponse, status: number) => {
     res.writeHead(status, { "content-type": "application/json", "retry-after-ms": "1", "retry-after": "0" });
     res.end(JSON.stringify(fixture.errorBody(status)));
-  };
-
-  /** A test the provider must pass, or `it.fails` where the fixture names the gap. */
-  const unlessGap = (gap: ProviderGap, title: string, fn: () => Promise<void>) => {
-    const reason = fixture.gaps?.[gap];
-    if (reason) it.fails(`${title} [known gap: ${reason}]`, fn);
-    else it(title, fn);
   };
 
   describe(`${name}: provider contract`, () => {
@@ -248,7 +234,7 @@ export function describeProviderContract(name: string, fixture: ProviderFixture)
         expect(await within(requests[0]!.closed.then(() => "closed"), 1000)).toBe("closed");
       });
 
-      unlessGap("stalledStream", "times out a stream that stalls between events", async () => {
+      it("times out a stream that stalls between events, and drops the connection", async () => {
         upstream.handler = (_r, res) => sseOpen(res, fixture.textStart());
         const controller = new AbortController();
         const events: ModelEvent[] = [];
@@ -259,12 +245,24 @@ export function describeProviderContract(name: string, fixture: ProviderFixture)
         );
         outcome.catch(() => {});
         const error = await within(outcome, 1000);
+        const closed = await within(requests[0]!.closed.then(() => "closed"), 1000);
         // Frees a stream that was never timed out.
         controller.abort(new Error("test over"));
         expect(events).toEqual([{ type: "text", text: "first" }]);
         expect(requests).toHaveLength(1);
         expect(error && hasCode(error, "model_error")).toBe(true);
         expect(error?.message).toBe(failed("timeout"));
+        expect(closed).toBe("closed");
+      });
+
+      it("lets a stream run past the timeout while its events keep coming within it", async () => {
+        const deltas = [..."0123456789"];
+        // A frame every 50 ms: every event (keep-alives that are not events included) well within 400 ms.
+        upstream.handler = (_r, res) => sseSpaced(res, fixture.text(deltas), 50);
+        const started = Date.now();
+        const events = await collect(model({ timeoutMs: 400 }).stream(request([user])));
+        expect(Date.now() - started).toBeGreaterThan(400);
+        expect(events.map((e) => (e.type === "text" ? e.text : e.type))).toEqual([...deltas, "usage"]);
       });
     });
 
@@ -291,7 +289,7 @@ export function describeProviderContract(name: string, fixture: ProviderFixture)
         expect(requests).toHaveLength(0);
       });
 
-      unlessGap("abortDuringBackoff", "rethrows the signal's reason during a retry backoff, at once", async () => {
+      it("rethrows the signal's reason during a retry backoff, at once", async () => {
         const controller = new AbortController();
         const reason = new Error("run cancelled");
         upstream.handler = (_r, res) => {

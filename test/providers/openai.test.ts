@@ -5,6 +5,7 @@
  * here are the ones only this provider has.
  */
 import { describe, expect, it } from "vitest";
+import { MAX_BACKOFF_MS } from "../../src/agent/providers/attempt.js";
 import { createOpenAIModel, type OpenAIModelOptions } from "../../src/agent/providers/openai.js";
 import { describeProviderContract } from "./contract.js";
 import { collect, conversation, loopbackUpstream, request, sse } from "./support.js";
@@ -175,10 +176,6 @@ for (const provider of ["openai", "openai-compatible"] as const) {
       envHeaders: ["openai-organization", "openai-project"],
       // openai-compatible has no endpoint of its own (see "needs a base URL" below).
       defaultURL: provider === "openai" ? `https://api.openai.com${wire.path}` : undefined,
-      gaps: {
-        stalledStream: "the SDK's timeout ends with the response headers",
-        abortDuringBackoff: "the SDK sleeps out Retry-After without watching the signal",
-      },
     });
   }
 }
@@ -249,6 +246,23 @@ describe("openai provider, specifics of each wire format", () => {
       { type: "function_call_output", call_id: "call_a", output: "sunny" },
       { type: "function_call_output", call_id: "call_b", output: "boom" },
     ]);
+  });
+});
+
+describe("openai provider, retries", () => {
+  it(`waits what Retry-After asks before a retry, but at most ${MAX_BACKOFF_MS} ms`, async () => {
+    upstream.handler = (_r, res, attempt) => {
+      if (attempt > 1) return sse(res, chatText(["ok"]));
+      res.writeHead(429, { "content-type": "application/json", "retry-after": "30" });
+      res.end(JSON.stringify({ error: { message: "slow down", type: "rate_limit_error" } }));
+    };
+    const started = Date.now();
+    const events = await collect(model({ maxRetries: 1 }).stream(request([user])));
+    const waited = Date.now() - started;
+    expect(requests).toHaveLength(2);
+    expect(events[0]).toEqual({ type: "text", text: "ok" });
+    expect(waited).toBeGreaterThanOrEqual(MAX_BACKOFF_MS - 50);
+    expect(waited).toBeLessThan(MAX_BACKOFF_MS + 1000);
   });
 });
 

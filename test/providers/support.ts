@@ -106,6 +106,21 @@ export function sseOpen(res: ServerResponse, frames: string[]): void {
   for (const f of frames) res.write(f);
 }
 
+/** Writes an event stream a frame every `gapMs` (the first at once) and ends it, unless the client has gone. */
+export function sseSpaced(res: ServerResponse, frames: string[], gapMs: number): void {
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  const [first, ...rest] = frames;
+  res.write(first ?? "");
+  const timer = setInterval(() => {
+    const next = rest.shift();
+    if (next === undefined || res.destroyed) {
+      clearInterval(timer);
+      res.end();
+    } else res.write(next);
+  }, gapMs);
+  res.on("close", () => clearInterval(timer));
+}
+
 /** Answers with `frames()` after `ms`, unless the client has gone by then. */
 export function sseLate(res: ServerResponse, ms: number, frames: () => string[]): void {
   const timer = setTimeout(() => (res.destroyed ? undefined : sse(res, frames())), ms);

@@ -1,7 +1,9 @@
 /**
  * The Anthropic provider over the official SDK. The client is built from explicit options only
  * (key, endpoint, fetch, retries, timeout); nothing is taken from the environment where the SDK
- * lets us choose. Structured answers use the service's final_answer tool strategy.
+ * lets us choose. Structured answers use the service's final_answer tool strategy. The SDK
+ * retries (its waits end when the signal aborts) and times each attempt up to the response
+ * headers; the stream after them is timed here, between events (attempt.ts, as gemini does).
  */
 import Anthropic, { type ClientOptions } from "@anthropic-ai/sdk";
 import type {
@@ -13,6 +15,7 @@ import type {
 import { ModelError } from "../../errors.js";
 import type { Message } from "../../store/ports.js";
 import type { Model, ModelEvent, ModelRequest, ProviderOptions, ToolSpec } from "../model.js";
+import { AttemptControl } from "./attempt.js";
 
 const DEFAULT_BASE_URL = "https://api.anthropic.com";
 const MAX_TOKENS = 4096;
@@ -52,6 +55,8 @@ export function createAnthropicModel(options: ProviderOptions): Model {
       const { signal } = request;
       if (signal.aborted) throw signal.reason;
       const tools = request.tools.map(toAnthropicTool);
+      // Its signal goes to the SDK: the run's abort and the timeout between events both reach the request.
+      const control = new AttemptControl(signal, options.timeoutMs);
       let stream: AsyncIterable<RawMessageStreamEvent> & { controller: AbortController };
       try {
         stream = await client.messages.create(
@@ -63,10 +68,11 @@ export function createAnthropicModel(options: ProviderOptions): Model {
             ...(tools.length > 0 ? { tools } : {}),
             stream: true,
           },
-          { signal },
+          { signal: control.signal },
         );
       } catch (error) {
-        throw toModelError(error, signal);
+        control.dispose();
+        throw toModelError(error, signal, control);
       }
 
       const blocks = new Map<number, { id: string; name: string; json: string }>();
@@ -75,7 +81,7 @@ export function createAnthropicModel(options: ProviderOptions): Model {
       let sawUsage = false;
       let finished = false;
       try {
-        for await (const event of stream) {
+        for await (const event of control.watch(stream)) {
           switch (event.type) {
             case "message_start": {
               const u = event.message.usage;
@@ -124,10 +130,11 @@ export function createAnthropicModel(options: ProviderOptions): Model {
         // The SDK ends the stream quietly when it is aborted.
         if (signal.aborted) throw signal.reason;
       } catch (error) {
-        throw toModelError(error, signal);
+        throw toModelError(error, signal, control);
       } finally {
         // The consumer stopped early (or the stream failed): free the connection.
         if (!finished) stream.controller.abort();
+        control.dispose();
       }
       if (sawUsage) yield { type: "usage", input_tokens: inputTokens, output_tokens: outputTokens };
     },
@@ -174,9 +181,10 @@ export function toAnthropicMessages(messages: readonly Message[]): MessageParam[
   });
 }
 
-function toModelError(error: unknown, signal: AbortSignal): unknown {
+function toModelError(error: unknown, signal: AbortSignal, control: AttemptControl): unknown {
   if (signal.aborted) return signal.reason;
-  return new ModelError(`anthropic request failed: ${failureKind(error)}`, { cause: error });
+  const kind = control.timedOut ? "timeout" : failureKind(error);
+  return new ModelError(`anthropic request failed: ${kind}`, { cause: error });
 }
 
 /** The status or kind of a failure; never the message or body, which may echo the request. */

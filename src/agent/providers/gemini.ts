@@ -1,8 +1,9 @@
 /**
  * The Gemini provider over the REST API with `fetch` only (no SDK): streamGenerateContent with
- * server-sent events. Retries, backoff and the per-request timeout are done here. Structured
- * answers use the service's final_answer tool strategy (Gemini 2.x refuses a JSON response type
- * together with function calling), so `structuredOutput` is false and no response schema is sent.
+ * server-sent events. Retries, backoff and the per-request timeout are done here (with
+ * attempt.ts). Structured answers use the service's final_answer tool strategy (Gemini 2.x refuses
+ * a JSON response type together with function calling), so `structuredOutput` is false and no
+ * response schema is sent.
  */
 import { ModelError } from "../../errors.js";
 import { sleep } from "../../clock.js";
@@ -10,10 +11,9 @@ import type { JsonValue } from "../../json.js";
 import { sseEvents } from "../../sse-decode.js";
 import type { Message } from "../../store/ports.js";
 import type { Model, ModelEvent, ModelRequest, ProviderOptions, ToolSpec } from "../model.js";
+import { AttemptControl, backoffMs, isRetryable } from "./attempt.js";
 
 const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
-const MAX_BACKOFF_MS = 2000;
-const BASE_BACKOFF_MS = 250;
 /**
  * Gemini 3 rejects a replayed function call without its thought signature; Google documents this
  * value for history whose signature is unknown (kept in another process, or older than the cache).
@@ -80,7 +80,8 @@ export function createGeminiModel(options: ProviderOptions): Model {
       for (;;) {
         if (signal.aborted) throw signal.reason;
         control = new AttemptControl(signal, options.timeoutMs);
-        let failure: { kind: string; cause: unknown; retryAfter: string | null } | null = null;
+        control.resume();
+        let failure: { kind: string; cause: unknown; headers: Headers | null } | null = null;
         try {
           response = await fetchImpl(url, { method: "POST", headers, body, signal: control.signal, redirect: "error" });
           control.resume();
@@ -89,22 +90,22 @@ export function createGeminiModel(options: ProviderOptions): Model {
           failure = {
             kind: response.ok ? "empty response" : `status ${response.status}`,
             cause: new Error(`HTTP ${response.status}: ${detail}`),
-            retryAfter: response.headers.get("retry-after"),
+            headers: response.headers,
           };
-          if (response.ok || !isRetryableStatus(response.status)) {
+          if (response.ok || !isRetryable(response.status, response.headers)) {
             control.dispose();
             throw new ModelError(`gemini request failed: ${failure.kind}`, { cause: failure.cause });
           }
         } catch (error) {
           control.dispose();
           if (signal.aborted) throw signal.reason;
-          if (failure === null) failure = { kind: control.timedOut ? "timeout" : "connection error", cause: error, retryAfter: null };
+          if (failure === null) failure = { kind: control.timedOut ? "timeout" : "connection error", cause: error, headers: null };
           else if (error instanceof ModelError) throw error;
         }
         control.dispose();
         if (attempt >= options.maxRetries) throw new ModelError(`gemini request failed: ${failure.kind}`, { cause: failure.cause });
         attempt++;
-        await sleep(backoffMs(attempt, failure.retryAfter), signal);
+        await sleep(backoffMs(attempt, failure.headers), signal);
       }
 
       let inputTokens = 0;
@@ -201,63 +202,6 @@ export function toGeminiContents(messages: readonly Message[], needsSignature = 
   }
   return out;
 }
-
-/** Aborts one attempt on the caller's signal or after `timeoutMs` without progress. */
-class AttemptControl {
-  private readonly controller = new AbortController();
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private readonly onAbort: () => void;
-  timedOut = false;
-
-  constructor(
-    private readonly parent: AbortSignal,
-    private readonly timeoutMs: number | undefined,
-  ) {
-    this.onAbort = () => this.controller.abort(parent.reason);
-    parent.addEventListener("abort", this.onAbort, { once: true });
-    this.resume();
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** (Re)starts the timeout: before the answer starts, then between streamed chunks. */
-  resume(): void {
-    this.pause();
-    if (this.timeoutMs === undefined || this.timeoutMs <= 0) return;
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort(new Error("model request timed out"));
-    }, this.timeoutMs);
-  }
-
-  pause(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  dispose(): void {
-    this.pause();
-    this.parent.removeEventListener("abort", this.onAbort);
-  }
-}
-
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
-}
-
-function backoffMs(attempt: number, retryAfter: string | null): number {
-  if (retryAfter !== null && retryAfter.trim() !== "") {
-    const seconds = Number(retryAfter);
-    if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, MAX_BACKOFF_MS);
-    const date = Date.parse(retryAfter);
-    if (!Number.isNaN(date)) return Math.min(Math.max(0, date - Date.now()), MAX_BACKOFF_MS);
-  }
-  const exp = Math.min(BASE_BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS);
-  return exp * (1 - Math.random() * 0.25);
-}
-
 
 /** The start of an error answer, for the log (the ModelError message never carries it). */
 async function readSnippet(response: Response): Promise<string> {

@@ -4,6 +4,11 @@
  * endpoint, transport, retries, timeout) so it never picks up OPENAI_* from the environment. A
  * failure throws ModelError naming the provider and the status or kind only; the SDK error
  * (which may hold the response body) is kept as the cause, for the log.
+ *
+ * The SDK's timeout ends with the response headers, and its retry waits sleep out Retry-After
+ * whatever the signal says; so the SDK makes one attempt (maxRetries 0) up to the headers, and
+ * this provider retries with waits a cancelled run ends at once, and times the stream between
+ * events (attempt.ts, as gemini does).
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, type ClientOptions } from "openai";
 import type {
@@ -18,9 +23,11 @@ import type {
   ResponseInputItem,
   ResponseStreamEvent,
 } from "openai/resources/responses/responses";
+import { sleep } from "../../clock.js";
 import { ConfigurationError, ModelError } from "../../errors.js";
 import type { Message } from "../../store/ports.js";
 import type { Model, ModelEvent, ModelRequest, ProviderOptions } from "../model.js";
+import { AttemptControl, backoffMs, isRetryable } from "./attempt.js";
 
 const OPENAI_BASE_URL = "https://api.openai.com/v1";
 
@@ -52,14 +59,16 @@ export function createOpenAIModel(options: OpenAIModelOptions): Model {
     webhookSecret: null,
     defaultHeaders: {},
     fetch: options.fetch,
-    maxRetries: options.maxRetries,
+    // Retried here (`open`), where a cancelled run ends the wait.
+    maxRetries: 0,
     ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
     logLevel: "off",
   });
 
-  const fail = (error: unknown, signal: AbortSignal): never => {
+  const fail = (error: unknown, signal: AbortSignal, control?: AttemptControl): never => {
     if (signal.aborted) throw signal.reason;
-    throw new ModelError(`${provider} request failed: ${describe(error)}`, { cause: error });
+    const kind = control?.timedOut ? "timeout" : describe(error);
+    throw new ModelError(`${provider} request failed: ${kind}`, { cause: error });
   };
 
   return {
@@ -72,7 +81,29 @@ export function createOpenAIModel(options: OpenAIModelOptions): Model {
   };
 }
 
-type Fail = (error: unknown, signal: AbortSignal) => never;
+type Fail = (error: unknown, signal: AbortSignal, control?: AttemptControl) => never;
+
+/**
+ * Starts a request (up to the response headers), retrying a refused connection, a timeout and a
+ * retryable status up to `maxRetries` times. The wait between attempts ends when the run is
+ * cancelled, rejecting with its reason.
+ */
+async function open<T>(options: OpenAIModelOptions, signal: AbortSignal, start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (signal.aborted || attempt > options.maxRetries || !retryable(error)) throw error;
+      await sleep(backoffMs(attempt, error instanceof APIError ? error.headers : undefined), signal);
+    }
+  }
+}
+
+function retryable(error: unknown): boolean {
+  if (error instanceof APIUserAbortError) return false;
+  if (error instanceof APIConnectionError) return true;
+  return error instanceof APIError && error.status !== undefined && isRetryable(error.status, error.headers);
+}
 
 /** The status or kind of a failure; never the message or body, which may echo the request. */
 function describe(error: unknown): string {
@@ -109,9 +140,10 @@ async function* streamChat(client: OpenAI, options: OpenAIModelOptions, request:
 
   const calls = new Map<number, { id: string; name: string; arguments: string }>();
   let usage: ChatCompletionChunk["usage"] = null;
+  const control = new AttemptControl(signal, options.timeoutMs);
   try {
-    const stream = await client.chat.completions.create(body, { signal });
-    for await (const chunk of stream) {
+    const stream = await open(options, signal, () => client.chat.completions.create(body, { signal: control.signal }));
+    for await (const chunk of control.watch(stream)) {
       if (chunk.usage) usage = chunk.usage;
       for (const choice of chunk.choices ?? []) {
         const delta = choice.delta;
@@ -128,7 +160,9 @@ async function* streamChat(client: OpenAI, options: OpenAIModelOptions, request:
       }
     }
   } catch (error) {
-    fail(error, signal);
+    fail(error, signal, control);
+  } finally {
+    control.dispose();
   }
   // The SDK ends the stream quietly when the signal aborts it.
   if (signal.aborted) throw signal.reason;
@@ -183,9 +217,10 @@ async function* streamResponses(client: OpenAI, options: OpenAIModelOptions, req
       format: { type: "json_schema", name: request.responseSchema.name, schema: request.responseSchema.schema, strict: false },
     };
 
+  const control = new AttemptControl(signal, options.timeoutMs);
   try {
-    const stream = await client.responses.create(body, { signal });
-    for await (const event of stream as AsyncIterable<ResponseStreamEvent>) {
+    const stream = await open(options, signal, () => client.responses.create(body, { signal: control.signal }));
+    for await (const event of control.watch(stream as AsyncIterable<ResponseStreamEvent>)) {
       switch (event.type) {
         case "response.output_text.delta":
         case "response.refusal.delta":
@@ -208,7 +243,9 @@ async function* streamResponses(client: OpenAI, options: OpenAIModelOptions, req
       }
     }
   } catch (error) {
-    fail(error, signal);
+    fail(error, signal, control);
+  } finally {
+    control.dispose();
   }
   if (signal.aborted) throw signal.reason;
 }
