@@ -90,6 +90,7 @@ describe("JWKS: fetching", () => {
     for (const mode of ["500", "down", "not-a-set"] as const) {
       issuer.mode = mode;
       await expectUnavailable(app!, await fresh(k1, `u-${mode}`), UNREACHABLE);
+      advance(31); // a failing issuer is asked again at most once per 30 s
     }
     issuer.mode = "ok";
     await expectOk(app!, await fresh(k1, "u-ok"));
@@ -102,6 +103,28 @@ describe("JWKS: fetching", () => {
     await expectUnavailable(app!, token);
     expect(app!.logs.some((l) => /JWKS fetch failed/.test(JSON.stringify(l)))).toBe(true);
     expect(app!.rawLogs.join("\n")).not.toContain(token.split(".")[2]!);
+  });
+});
+
+describe("JWKS: a failing issuer", () => {
+  it("a stale key set with a failing issuer is refetched at most once per 30 s, and the outage is logged once", async () => {
+    await start({ AUTH_JWT_JWKS_CACHE_S: "60" });
+    await expectOk(app!, await fresh(k1));
+    issuer.mode = "500";
+    advance(61);
+    const tokens = await Promise.all(Array.from({ length: 20 }, (_, i) => fresh(k1, `s-${i}`)));
+    for (let round = 0; round < 15; round++) for (const t of tokens) expect((await app!.fetch(guarded(t))).status).toBe(200);
+    await waitUntil(() => issuer.count >= 2);
+    expect(issuer.count).toBe(2); // the first fetch, and one refresh for 300 requests
+    advance(31);
+    await expectOk(app!, tokens[0]!);
+    await waitUntil(() => issuer.count >= 3);
+    expect(issuer.count).toBe(3);
+    expect(app!.logs.filter((l) => /JWKS fetch failed/.test(String(l.message)))).toHaveLength(1);
+    issuer.mode = "ok";
+    advance(31);
+    await expectOk(app!, tokens[1]!);
+    await waitUntil(() => app!.logs.some((l) => l.message === "JWKS fetch succeeded again"));
   });
 });
 
@@ -211,7 +234,8 @@ describe("JWKS: issuer unreachable and the grace hour", () => {
       await expectUnavailable(app!, await fresh(k1, "d"), UNREACHABLE);
       await expectUnavailable(app!, token, UNREACHABLE);
 
-      issuer.mode = "ok"; // the issuer is back: fresh keys, requests served again
+      issuer.mode = "ok"; // the issuer is back: once it is asked again (30 s after the last failure), requests are served again
+      advance(31);
       await expectOk(app!, await fresh(k1, "e"));
     });
   }

@@ -916,7 +916,11 @@ describe("custom auth policy through createApp({ authPolicy })", () => {
     expect(await bad.json()).toEqual({ detail: "Bad token." });
     const down = await app!.fetch(guarded("down"));
     expect(down.status).toBe(503);
-    expect(((await down.json()) as { detail: string }).detail).toBe("Issuer unreachable.");
+    const body = (await down.json()) as { detail: string; error_id: string };
+    expect(body.detail).toBe("Issuer unreachable.");
+    // Every 503 carries a reference (spec 7.1), logged with the error's type.
+    expect(body.error_id).toMatch(/^[0-9a-f]{16}$/);
+    expect(app!.logs.some((l) => l.error_id === body.error_id && l.level === "WARNING")).toBe(true);
   });
 
   it("answers 500 (logged) for an id with a control character or over 256 characters", async () => {

@@ -4,6 +4,8 @@
  * issuer is down: one fetch at a time, redirects never followed, an unknown key id refetches at
  * most once per 30 s, an expired cache refreshes in the background while cached keys keep
  * verifying, and when the issuer is unreachable the last good keys stay usable one more hour.
+ * While the issuer fails it is asked again at most once per 30 s, whatever the traffic, and the
+ * outage is logged once (one WARNING when it starts, one INFO when it ends).
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWK, type JWTHeaderParameters } from "jose";
 import type { Clock } from "../../clock.js";
@@ -38,6 +40,8 @@ export class JwksCache {
   private fetchedAt = 0;
   private inflight: Promise<void> | undefined;
   private lastKidRefetch = -Infinity;
+  /** When the last fetch failed, while the issuer is failing; undefined while it answers. */
+  private failedAt: number | undefined;
 
   constructor(private readonly options: Options) {}
 
@@ -68,8 +72,17 @@ export class JwksCache {
     }
   };
 
-  /** One fetch at a time: concurrent callers share it. */
+  /**
+   * One fetch at a time: concurrent callers share it. While the issuer fails, a refresh within
+   * 30 s of the last failure does not ask it again: the keys stay as they are.
+   */
   private refresh(): Promise<void> {
+    const now = this.options.clock.now();
+    if (this.failedAt !== undefined && now - this.failedAt < UNKNOWN_KID_REFETCH_MS) {
+      // Past the grace hour the last good keys are no longer good, asked or not.
+      if (now >= this.validUntil + GRACE_MS) this.keys = undefined;
+      return this.keys ? Promise.resolve() : Promise.reject(new IssuerUnavailable("issuer unreachable"));
+    }
     this.inflight ??= this.load().finally(() => {
       this.inflight = undefined;
     });
@@ -91,9 +104,12 @@ export class JwksCache {
       this.keys = createLocalJWKSet(body);
       this.kids = new Set(body.keys.map((k: JWK) => k.kid));
       this.fetchedAt = clock.now();
+      if (this.failedAt !== undefined) logger.info("JWKS fetch succeeded again");
+      this.failedAt = undefined;
     } catch (error) {
-      logger.warning("JWKS fetch failed", { error_type: error instanceof Error ? error.name : "Error" });
       const now = clock.now();
+      if (this.failedAt === undefined) logger.warning("JWKS fetch failed", { error_type: error instanceof Error ? error.name : "Error" });
+      this.failedAt = now;
       if (!this.keys || now >= this.validUntil + GRACE_MS) {
         this.keys = undefined;
         throw new IssuerUnavailable("issuer unreachable");

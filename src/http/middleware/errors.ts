@@ -36,7 +36,15 @@ export function errorHandler({ ids, dev }: { ids: Ids; dev: boolean }) {
       const status = STATUS[error.code] ?? 409;
       return c.json(PLAIN.has(error.code) ? { detail: error.message } : { code: error.code, detail: error.message, ...error.details }, status);
     }
-    if (isHttpError(error)) return c.json(error.body, error.status as 400, error.headers);
+    if (isHttpError(error)) {
+      // Every 503 names a reference an operator can find in the log (spec 7.1), whoever threw it.
+      if (error.status === 503 && error.body.error_id === undefined) {
+        const errorId = ids.errorId();
+        c.get("logger")?.warning("request refused: service unavailable", { error_id: errorId, error_type: error.name });
+        return c.json({ ...error.body, error_id: errorId }, 503, error.headers);
+      }
+      return c.json(error.body, error.status as 400, error.headers);
+    }
     const code = (error as { code?: string }).code;
     if (code === "unavailable" || code === "lease_lost") {
       const errorId = ids.errorId();
