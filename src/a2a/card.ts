@@ -5,7 +5,7 @@
  */
 import type { JsonValue } from "../json.js";
 import type { Settings } from "../settings/parse.js";
-import { ORIGIN_EXTENSION_URI } from "./service.js";
+import { ORIGIN_EXTENSION_URI } from "./origin.js";
 
 export function agentCard(settings: Settings, options: { structured: boolean; auth: string }): Record<string, JsonValue> {
   const host = settings.HOST.includes(":") ? `[${settings.HOST}]` : settings.HOST;

@@ -1,0 +1,94 @@
+/**
+ * Decisions sent as data parts (spec 4.5): `{approval_id, decision, comment, digest}` on the task
+ * it decides (`taskId`), or on its context (`contextId`, the task in `referenceTaskIds`), which
+ * runs as a new task. Same checks as the HTTP route; only the requester decides over A2A (role
+ * approvers use HTTP). A refused decision leaves a waiting task waiting, with a note; a new task fails.
+ */
+import { refusalToDecide } from "../approvals/decide.js";
+import type { ApprovalRecord } from "../approvals/types.js";
+import { isRefusal } from "../errors.js";
+import { codePointLength, type JsonValue } from "../json.js";
+import type { Runs } from "../runs/index.js";
+import type { Store } from "../store/ports.js";
+import { type RunInTask, type Started, settled } from "./bridge.js";
+import { A2A_CODE } from "./codes.js";
+import { ERR, RpcError } from "./jsonrpc.js";
+import { awaiting } from "./task-fields.js";
+import type { TaskBook } from "./tasks.js";
+import type { CallContext, Listener, TaskRecord } from "./types.js";
+import type { IncomingMessage } from "./wire.js";
+
+interface DecisionRequest {
+  readonly approvalId: string;
+  readonly decision: "approve" | "reject";
+  readonly comment?: string;
+  readonly digest?: string;
+}
+
+/** The decision in a data part, or -32602 naming what is malformed. */
+function readDecision(d: Record<string, JsonValue>): DecisionRequest {
+  const decision = d.decision === "approve" || d.decision === "reject" ? d.decision : undefined;
+  if (!decision) throw new RpcError(ERR.invalidParams, "Invalid params: decision must be approve or reject");
+  if (d.comment !== undefined && (typeof d.comment !== "string" || codePointLength(d.comment) > 1000))
+    throw new RpcError(ERR.invalidParams, "Invalid params: comment must be text of at most 1000 characters");
+  if (d.digest !== undefined && (typeof d.digest !== "string" || d.digest.length > 80)) throw new RpcError(ERR.invalidParams, "Invalid params: digest is malformed");
+  return {
+    approvalId: String(d.approval_id),
+    decision,
+    ...(typeof d.comment === "string" ? { comment: d.comment } : {}),
+    ...(typeof d.digest === "string" ? { digest: d.digest } : {}),
+  };
+}
+
+export type Decide = (msg: IncomingMessage, data: Record<string, JsonValue>, ctx: CallContext, listener?: Listener) => Promise<Started>;
+
+export function createDecisions({ store, runs, tasks, runInTask }: { store: Store; runs: Runs; tasks: TaskBook; runInTask: RunInTask }): Decide {
+  /** The task the decision is on: the one it names, or a new one on its context. */
+  async function taskOf(msg: IncomingMessage, ctx: CallContext): Promise<TaskRecord> {
+    if (msg.taskId) return tasks.load(ctx.caller, msg.taskId, true);
+    const ref = msg.referenceTaskIds[0];
+    const referenced = ref ? await tasks.load(ctx.caller, ref) : undefined;
+    const contextId = msg.contextId ?? referenced?.context_id;
+    if (!contextId) throw new RpcError(ERR.invalidParams, "Invalid params: a decision names its task (taskId) or its context (contextId)");
+    return tasks.create(ctx.caller, contextId);
+  }
+
+  async function refuse(task: TaskRecord, code: string, text: string): Promise<Started> {
+    if (task.state !== "input-required") return settled(await tasks.fail(task, code, text));
+    const request = task.status_parts.filter((p) => p.kind === "data" && (p.data as { type?: string }).type === "approval_request");
+    return settled(await tasks.update(task, { status_parts: [{ kind: "text", text }, { kind: "data", data: { type: "error", code } }, ...request] }));
+  }
+
+  /** Resumes the run the decision was the last of; else the task waits, listing this approval too. */
+  async function resume(task: TaskRecord, decided: ApprovalRecord, ctx: CallContext, listener: Listener | undefined): Promise<Started> {
+    const working = await tasks.update(task, { state: "working", status_parts: [] });
+    return runInTask(working, ctx.version, listener, async (emit) => {
+      const outcome = await runs.resumeAfterDecision(decided, { decider: ctx.caller, emit, logger: ctx.logger });
+      if (outcome.kind === "started") return outcome.run;
+      // Other approvals of the run still wait, or another request resumes it: the task waits,
+      // listing this approval too, so it takes the outcome whichever route finishes the run.
+      const pending = await store.listApprovals({ run_id: decided.run_id, status: "pending", limit: 100, offset: 0 });
+      const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
+      return tasks.update(working, awaiting([decided.approval_id, ...pending.map((a) => a.approval_id)], shown));
+    });
+  }
+
+  return async (msg, data, ctx, listener) => {
+    const { approvalId, decision, comment, digest } = readDecision(data);
+    const task = await taskOf(msg, ctx);
+    const approval = await store.getApproval(approvalId);
+    const thread = approval ? await store.getThread(approval.thread_id) : null;
+    if (!approval || !thread || approval.thread_id !== task.context_id) return refuse(task, "approval_not_found", "No such approval on this conversation.");
+    const refusal = refusalToDecide(ctx.caller, approval, thread);
+    if (refusal) return refuse(task, refusal, refusal === "approval_direct_only" ? "The person decides this approval directly, not through an agent." : "Only the requester decides over A2A.");
+    if (approval.requester !== ctx.caller.hash) return refuse(task, "not_an_approver", "Only the requester decides over A2A.");
+    let decided: ApprovalRecord;
+    try {
+      decided = await runs.recordDecision(ctx.caller, thread, approvalId, { decision, ...(comment !== undefined ? { comment } : {}), ...(digest !== undefined ? { digest } : {}) });
+    } catch (error) {
+      if (isRefusal(error)) return refuse(task, A2A_CODE[error.code], error.message);
+      throw error;
+    }
+    return resume(task, decided, ctx, listener);
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * Task records (spec 2.5, 3.3): made for a caller on a context (the chat thread), updated with a
+ * fresh `updated_at` (retention counts A2A_TASK_TTL_S from it), failed with an error data part,
+ * read only by their owner, and settled when a run resumed by another route ends.
+ */
+import type { RunOutcome } from "../agent/outcome.js";
+import type { ApprovalRecord } from "../approvals/types.js";
+import type { Caller } from "../auth/caller.js";
+import { type Clock, isoTime } from "../clock.js";
+import type { Ids } from "../ids.js";
+import type { JsonValue } from "../json.js";
+import type { Store } from "../store/ports.js";
+import { ERR, RpcError } from "./jsonrpc.js";
+import { taskFields } from "./task-fields.js";
+import type { ListTasksQuery, TaskPart, TaskRecord } from "./types.js";
+
+export interface TaskBookDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  /** Names this process on the tasks it runs (subscribe and cancel reach only its own runs). */
+  readonly instanceId: string;
+}
+
+/** Subject and agent own a task; the user calling directly also owns what their agents created. */
+function owns(caller: Caller, t: TaskRecord, agentOnly: boolean): boolean {
+  if (t.owner !== caller.hash) return false;
+  const actor = caller.principal.actor?.id ?? null;
+  if (actor !== null) return t.actor === actor;
+  return !agentOnly || t.actor === null;
+}
+
+export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) {
+  const now = () => isoTime(clock.now());
+
+  const update = async (task: TaskRecord, patch: Partial<TaskRecord>): Promise<TaskRecord> => {
+    const next = { ...task, ...patch, updated_at: now() };
+    await store.updateTask(task.task_id, { ...patch, updated_at: next.updated_at });
+    return next;
+  };
+
+  return {
+    update,
+
+    /** One page of tasks; the caller's ownership is in the query. */
+    list: (query: ListTasksQuery): Promise<TaskRecord[]> => store.listTasks(query),
+
+    /**
+     * The caller's task `id`; an unknown or foreign one is -32001 (spec 7.3). `agentOnly`: a user
+     * calling directly does not reach the tasks their agents created (continuing, subscribing).
+     */
+    async load(caller: Caller, id: JsonValue | undefined, agentOnly = false): Promise<TaskRecord> {
+      if (typeof id !== "string" || id === "") throw new RpcError(ERR.invalidParams, "Invalid params: id is required");
+      const t = await store.getTask(id);
+      if (!t || !owns(caller, t, agentOnly)) throw new RpcError(ERR.taskNotFound, "Task not found");
+      return t;
+    },
+
+    /** A working task on `contextId`, owned by the caller (and its agent). */
+    async create(caller: Caller, contextId: string): Promise<TaskRecord> {
+      const at = now();
+      const actor = caller.principal.actor?.id ?? null;
+      const task: TaskRecord = {
+        task_id: ids.runId(),
+        context_id: contextId,
+        owner: caller.hash,
+        actor,
+        state: "working",
+        status_parts: [],
+        artifacts: [],
+        approval_ids: [],
+        run_id: null,
+        instance_id: instanceId,
+        created_at: at,
+        updated_at: at,
+      };
+      // The task's context is a thread: make sure the row exists (the run claims it properly).
+      await store.createThread({ thread_id: contextId, owner: caller.hash, actor, created_at: at, updated_at: at });
+      await store.createTask(task);
+      return task;
+    },
+
+    /** Failed, with a text part and the data part `{type: 'error', code}` (spec 4.5). */
+    fail(task: TaskRecord, code: string, text: string): Promise<TaskRecord> {
+      return update(task, { state: "failed", status_parts: [{ kind: "text", text }, { kind: "data", data: { type: "error", code } }] });
+    },
+
+    /**
+     * After a resumed run ends, every waiting task of the requester on that thread takes the
+     * outcome (spec 3.3), except those a run of this process is still answering (`isLive`).
+     */
+    async settle(approval: ApprovalRecord, outcome: RunOutcome, isLive: (taskId: string) => boolean): Promise<void> {
+      for (const t of await store.tasksWaitingOn(approval.thread_id, approval.approval_id)) {
+        if (isLive(t.task_id)) continue;
+        const fields = taskFields(outcome, `${t.task_id}-response`);
+        const where: TaskPart = { kind: "text", text: `The run continued after the approval was decided (${outcome.runId ?? "run"}).` };
+        await update(t, { ...fields, status_parts: [where, ...(fields.status_parts ?? [])] });
+      }
+    },
+  };
+}
+
+export type TaskBook = ReturnType<typeof createTaskBook>;
