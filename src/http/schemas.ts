@@ -36,8 +36,10 @@ function text(max: number, min: number) {
 export function chatRequestSchema(s: Settings) {
   const maxKeys = s.MAX_METADATA_KEYS;
   const maxChars = s.MAX_METADATA_VALUE_CHARS;
+  // Checked on the object as parsed from JSON, own keys and all: a record schema would rebuild it
+  // by assignment, where a `__proto__` key sets the prototype and its value silently disappears.
   const metadata = z
-    .record(z.string(), z.unknown())
+    .custom<Record<string, unknown>>((v) => typeof v === "object" && v !== null && !Array.isArray(v), { message: "Input should be a valid dictionary" })
     .superRefine((record, ctx) => {
       const keys = Object.keys(record);
       if (keys.length > maxKeys)
@@ -106,7 +108,12 @@ export const decisionSchema = z
           ctx.addIssue({ code: "custom", message: "String should have at most 1000 characters", params: { type: "string_too_long", ctx: { max_length: 1000 } } });
       })
       .optional(),
-    digest: z.string().max(80).optional().describe("sha256:<hex> of the call as shown; required of a relaying agent"),
+    digest: z
+      .string()
+      .max(80)
+      .regex(/^sha256:[0-9a-f]{64}$/, "Digest should be sha256: followed by 64 lowercase hex characters")
+      .optional()
+      .describe("sha256:<hex> of the call as shown; required of a relaying agent"),
   })
   .meta({ title: "ApprovalDecision" });
 

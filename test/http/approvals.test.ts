@@ -186,6 +186,16 @@ describe("deciding", () => {
       const bad = await decide(a, "t1", approval.approval_id, body);
       expect(bad.status, JSON.stringify(body).slice(0, 40)).toBe(422);
     }
+    // A digest that is not sha256: + 64 lowercase hex is 422, before any approval is looked at (CONTRACT 5).
+    for (const digest of [`sha256:${"A".repeat(64)}`, `sha256:${"a".repeat(63)}`, `sha512:${"a".repeat(64)}`, "a".repeat(71), "sha256:"]) {
+      for (const id of [approval.approval_id, "no-such-approval"]) {
+        const bad = await decide(a, "t1", id, { decision: "approve", digest });
+        expect(bad.status, digest).toBe(422);
+        const body = (await bad.json()) as { detail: { loc: string[] }[] };
+        expect(body.detail[0]!.loc).toEqual(["body", "digest"]);
+        if (digest.length > 10) expect(JSON.stringify(body)).not.toContain(digest);
+      }
+    }
     await (await decide(a, "t1", approval.approval_id, { decision: "reject" })).text();
     const again = await decide(a, "t1", approval.approval_id, { decision: "approve" });
     expect(again.status).toBe(409);

@@ -94,6 +94,18 @@ describe("POST /chat validation (422)", () => {
     expect(text).not.toContain("nested-secret");
   });
 
+  it("rejects a nested value whatever its key, __proto__ included", async () => {
+    app = await makeApp();
+    for (const key of ["__proto__", "constructor", "prototype"]) {
+      const text = `{"message":"hi","metadata":{"${key}":{"deep":"nested-secret"}}}`;
+      const res = await app.fetch(new Request("http://test/chat", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: text }));
+      expect(res.status, key).toBe(422);
+      const body = await res.text();
+      expect(JSON.parse(body).detail[0]).toMatchObject({ type: "metadata_value_type", loc: ["body", "metadata", key] });
+      expect(body).not.toContain("nested-secret");
+    }
+  });
+
   it("caps metadata keys", async () => {
     const metadata = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, i]));
     const { detail } = await rejected({ message: "hi", metadata });
@@ -161,6 +173,20 @@ describe("query and path validation", () => {
       expect((JSON.parse(text) as { detail: Issue[] }).detail[0]!.type, q).toBe(type);
       expect(text).not.toContain("zzz-input");
       expect(text).not.toContain("everything");
+    }
+  });
+});
+
+describe("metric labels never copy client input", () => {
+  it("an unknown HTTP method is counted as `other`", async () => {
+    const a = await makeApp();
+    try {
+      for (const method of ["PROPFIND", "BREW", "X-SECRET-METHOD"]) await (await a.fetch(new Request("http://test/health", { method }))).text();
+      const text = await (await a.fetch(new Request("http://test/metrics"))).text();
+      expect(text).toMatch(/http_requests_total\{method="other",route="unmatched",status="404"\} 3/);
+      expect(text).not.toMatch(/PROPFIND|BREW|SECRET/);
+    } finally {
+      await a.close();
     }
   });
 });

@@ -7,12 +7,15 @@ import type { HttpEnv } from "../env.js";
  * Request metrics and the access log line. Labels are route templates (`unmatched` for 404s);
  * the log keeps the path only, never the query string.
  */
+const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
 export function access({ metrics }: { metrics: Metrics }): MiddlewareHandler<HttpEnv> {
   return async function accessMiddleware(c, next) {
     const started = performance.now();
     await next();
     const route = routeLabel(c);
-    const method = c.req.method;
+    // Any method a client sends is client input: unknown ones share one label.
+    const method = KNOWN_METHODS.has(c.req.method) ? c.req.method : "other";
     const status = c.res.status;
     const record = () => {
       const seconds = (performance.now() - started) / 1000;
