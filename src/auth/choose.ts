@@ -31,7 +31,11 @@ export async function chooseAuthPolicy(
   } else if (settings.AUTH_POLICY === "custom") {
     deps.logger.warning("AUTH_POLICY is custom but no policy was supplied: every guarded request answers 503");
     return createUnavailablePolicy("custom", deps.ids);
-  } else policy = createSharedBearerPolicy(settings.API_KEY, deps.ids);
+  } else {
+    // Spec 5.2: no key is never no auth. Said once at startup, where an operator looks first.
+    if (!settings.API_KEY) deps.logger.warning("AUTH_POLICY is shared-bearer but API_KEY is not set: every guarded request answers 503");
+    policy = createSharedBearerPolicy(settings.API_KEY, deps.ids);
+  }
 
   if (problems.length === 0) return policy;
   if (!settings.dev) throw new ConfigurationError(`The auth policy is misconfigured: ${problems.join("; ")}.`);

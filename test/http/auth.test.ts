@@ -39,6 +39,8 @@ describe("shared-bearer auth", () => {
       expect(body.detail).toMatch(/API_KEY/);
       expect(body.error_id).toMatch(/^[0-9a-f]{16}$/);
     }
+    // One warning at startup says why, before any request shows it.
+    expect(app.logs.filter((l) => l.level === "WARNING" && /API_KEY is not set/.test(String(l.message)))).toHaveLength(1);
   });
 
   it("authenticates before reading the body: an oversized unauthenticated body is a 401", async () => {
