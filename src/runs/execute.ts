@@ -11,6 +11,7 @@ import { publicPrincipal } from "../auth/principal.js";
 import { isoTime } from "../clock.js";
 import { hasCode, isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
+import { errorDetail } from "../observability/redact.js";
 import { noPolicyClient } from "../policy/types.js";
 import type { LeaseHandle, Message, RunRecord, RunStatus, ToolCall } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
@@ -326,7 +327,8 @@ function failed(
   }
   const dev = ctx.limits.dev;
   const errorType = error instanceof Error ? error.name : "Error";
-  logger.error("run failed", { error_id: errorId, error_type: errorType, ...(dev ? { detail: detailOf(error) } : {}) });
+  // The message and its cause, secrets masked, under the error id: what an operator needs to act.
+  logger.error("run failed", { error_id: errorId, error_type: errorType, ...errorDetail(error) });
   // A configuration error names the missing setting (never a value), so the caller can act on it.
   const message = isAppError(error) && error.code === "configuration" ? `${error.message} Reference: ${errorId}.` : `The run failed. Reference: ${errorId}.`;
   emit({ ...errorEvent("run_failed", message, errorId, runId), ...(dev ? { detail: detailOf(error) } : {}) });

@@ -54,3 +54,28 @@ describe("logs", () => {
     expect(salted).not.toBe(plain);
   });
 });
+
+describe("unexpected errors outside dev", () => {
+  it("log the message and its cause under the error id, secrets masked, and the answer names only the reference", async () => {
+    const failing = {
+      provider: "test",
+      name: "failing",
+      structuredOutput: false,
+      // eslint-disable-next-line require-yield
+      async *stream(): AsyncGenerator<never> {
+        const cause = Object.assign(new Error("connect ECONNREFUSED https://svc:hunter2@models.internal/v1?api_key=sk-live-abcdef123456"), { name: "FetchError" });
+        throw new Error("provider said 401: invalid key Bearer tok-zzz-999 for model x", { cause });
+      },
+    };
+    app = await makeApp({}, { model: failing as never });
+    const { events } = await chat(app, { message: "hello" });
+    const error = events.at(-1)!;
+    expect(error).toMatchObject({ event: "error", data: { code: "run_failed" } });
+    expect(JSON.stringify(error.data)).not.toContain("provider said");
+    const line = app.logs.find((l) => l.message === "run failed")!;
+    expect(line).toMatchObject({ level: "ERROR", error_id: error.data.error_id, error_type: "Error" });
+    expect(line.detail).toBe("Error: provider said 401: invalid key Bearer <redacted> for model x");
+    expect(line.cause).toBe("FetchError: connect ECONNREFUSED https://svc:<redacted>@models.internal/v1?api_key=<redacted>");
+    for (const secret of ["hunter2", "tok-zzz-999", "sk-live-abcdef123456"]) expect(app.rawLogs.join("\n")).not.toContain(secret);
+  });
+});

@@ -3,6 +3,7 @@ import type { ErrorCode } from "../../errors.js";
 import { isRefusal } from "../../errors.js";
 import type { Ids } from "../../ids.js";
 import { isHttpError } from "../../problems.js";
+import { errorDetail } from "../../observability/redact.js";
 import type { HttpEnv } from "../env.js";
 
 /** The one table from the domain's refusal codes to HTTP statuses (spec 7.1). */
@@ -27,8 +28,8 @@ const PLAIN = new Set<ErrorCode>(["forbidden", "thread_foreign", "not_found"]);
  * The one mapping from errors to responses. Refusals of the domain carry a code, mapped by the
  * table above; HttpErrors (authentication, body limits, validation) carry their answer; a
  * database that cannot answer, or a lost lease, is a 503 with a reference; anything else is a
- * 500 whose body names only a reference, with the error type logged under it (the message of an
- * unexpected error can hold request data, so it is logged only under dev).
+ * 500 whose body names only a reference, with the error's type, message and cause logged under it
+ * (secrets masked; the stack only under dev).
  */
 export function errorHandler({ ids, dev }: { ids: Ids; dev: boolean }) {
   return function onError(error: Error, c: Context<HttpEnv>): Response {
@@ -55,7 +56,8 @@ export function errorHandler({ ids, dev }: { ids: Ids; dev: boolean }) {
     c.get("logger")?.error("unhandled error", {
       error_id: errorId,
       error_type: error.name,
-      ...(dev ? { detail: error.message, stack: error.stack } : {}),
+      ...errorDetail(error),
+      ...(dev ? { stack: error.stack } : {}),
     });
     return c.json({ detail: `Internal server error. Reference: ${errorId}.`, error_id: errorId }, 500);
   };
