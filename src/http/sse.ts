@@ -1,6 +1,8 @@
 /**
  * The one place run events become SSE frames (CONTRACT 4): `event: <name>`, `data: <JSON>`, a
- * blank line; idle streams get a `: keep-alive` comment every SSE_HEARTBEAT_S.
+ * blank line; idle streams get a `: keep-alive` comment every SSE_HEARTBEAT_S. A2A streams use
+ * the same stream with nameless frames (`data:` only): each is one JSON-RPC response, read as the
+ * default `message` event, which is how the a2a-js SDK writes and reads them.
  *
  * Events produced in one burst (a model's deltas, a turn's tool results) are written as one chunk
  * on the next timer tick: each chunk costs a socket write, which dominated CPU when every event
@@ -8,18 +10,26 @@
  * Timers are per stream: workerd forbids writing to one request's stream from another's timer.
  */
 import type { RunEvent } from "../agent/events.js";
+import type { JsonValue } from "../json.js";
 
 const encoder = new TextEncoder();
 const KEEP_ALIVE = ": keep-alive\n\n";
 
+/** One frame: an `event:` line when it has a name, one `data:` line of JSON, a blank line. */
+function frame(name: string | undefined, data: unknown): string {
+  return `${name === undefined ? "" : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`;
+}
+
 export function formatEvent(event: RunEvent): string {
   const { type, ...data } = event;
-  return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return frame(type, data);
 }
 
 export interface SseStream {
   readonly body: ReadableStream<Uint8Array>;
   send(event: RunEvent): void;
+  /** A nameless frame (`data:` only), as A2A streams send their JSON-RPC responses. */
+  sendData(data: JsonValue): void;
   /** Writes what is pending and ends the stream. */
   close(): void;
 }
@@ -75,16 +85,19 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
     },
   });
 
+  const write = (text: string) => {
+    if (!open) return;
+    pending += text;
+    if (!started) {
+      started = true;
+      flush();
+    } else flushTimer ??= setTimeout(flush, 0);
+  };
+
   return {
     body,
-    send(event) {
-      if (!open) return;
-      pending += formatEvent(event);
-      if (!started) {
-        started = true;
-        flush();
-      } else flushTimer ??= setTimeout(flush, 0);
-    },
+    send: (event) => write(formatEvent(event)),
+    sendData: (data) => write(frame(undefined, data)),
     close() {
       if (!open) return;
       flush();

@@ -214,6 +214,17 @@ describe("task transitions (spec 3.3)", () => {
     expect(e03.at(-1).result).toMatchObject({ kind: "status-update", status: { state: "completed" }, final: true });
   });
 
+  it("streams through the shared SSE encoder: nameless frames of one JSON-RPC response each, keep-alive comments while idle", async () => {
+    const a = await open({ SSE_HEARTBEAT_S: "1" });
+    const res = await a.fetch(rpcRequest("SendStreamingMessage", text10("/sleep 1300\nquiet"), { id: "k" }));
+    const text = await res.text();
+    expect(text).toContain(": keep-alive\n\n");
+    const frames = text.split("\n\n").filter((f) => f !== "" && !f.startsWith(":"));
+    expect(frames.length).toBeGreaterThan(2);
+    for (const f of frames) expect(f).toMatch(/^data: \{.*\}$/);
+    expect(JSON.parse(frames.at(-1)!.slice("data: ".length)).result.statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
   it("-> failed on /error with a data part {type: 'error', code: 'run_failed'}", async () => {
     const a = await open();
     const t = await send(a, "/error");

@@ -3,14 +3,37 @@ import { Hono } from "hono";
 import { agentCard } from "../../a2a/card.js";
 import { ERR, rpcError, versionOf } from "../../a2a/jsonrpc.js";
 import type { A2AService } from "../../a2a/service.js";
+import type { JsonValue } from "../../json.js";
+import type { Logger } from "../../observability/logger.js";
 import type { Settings } from "../../settings/parse.js";
 import { isHttpError, notFound } from "../../problems.js";
 import { readJsonBody } from "../body.js";
 import type { HttpEnv } from "../env.js";
 import type { RequireAuth } from "../middleware/auth.js";
-import { SSE_HEADERS } from "../sse.js";
+import { createSseStream, SSE_HEADERS } from "../sse.js";
 
-const encoder = new TextEncoder();
+/**
+ * A stream of JSON-RPC responses as server-sent events, through the shared encoder: nameless
+ * frames, heartbeats while idle. A client that goes away stops the reading only: the task's run
+ * goes on (it is canceled by CancelTask, not by a dropped stream).
+ */
+function sseResponse(events: AsyncIterable<Record<string, JsonValue>>, heartbeatMs: number, logger: Logger): Response {
+  let gone = false;
+  const sse = createSseStream({ heartbeatMs, onCancel: () => (gone = true) });
+  void (async () => {
+    try {
+      for await (const body of events) {
+        if (gone) break;
+        sse.sendData(body);
+      }
+    } catch (error) {
+      logger.error("a2a stream failed", { error_type: error instanceof Error ? error.name : typeof error });
+    } finally {
+      sse.close();
+    }
+  })();
+  return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
+}
 
 export function a2aRoutes({ settings, service, card: cardOptions, requireAuth }: { settings: Settings; service: A2AService; card: { structured: boolean; auth: string }; requireAuth: RequireAuth }) {
   const name = settings.A2A_NAME;
@@ -40,17 +63,6 @@ export function a2aRoutes({ settings, service, card: cardOptions, requireAuth }:
       }
       const reply = await service.handle(body, { caller: c.get("caller"), version, logger: c.get("logger") });
       if (reply.kind === "json") return c.json(reply.body);
-      const iterator = reply.events[Symbol.asyncIterator]();
-      const stream = new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          const next = await iterator.next();
-          if (next.done) controller.close();
-          else controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`));
-        },
-        async cancel() {
-          await iterator.return?.();
-        },
-      });
-      return new Response(stream, { status: 200, headers: SSE_HEADERS });
+      return sseResponse(reply.events, settings.SSE_HEARTBEAT_S * 1000, c.get("logger"));
     });
 }
