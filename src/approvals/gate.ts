@@ -77,7 +77,7 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
           status: "pending",
           ...shown,
           tool: ctx.tool,
-          reason: `${ctx.tool}: ${ctx.reason}`.slice(0, REASON_MAX),
+          reason: reasonFor(ctx.tool, ctx.reason, shown).slice(0, REASON_MAX),
           approvers: gate.approvers,
           requester: await deps.hashPrincipal(ctx.principal.id),
           requester_actor: ctx.principal.actor?.id ?? null,
@@ -149,6 +149,15 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
       await store.recordApprovalResult(approvalId, response);
     },
   };
+}
+
+/**
+ * Spec 2.3: the tool name followed by the model's text (unverified). A model that called the
+ * tool without a word still gets a reason a person can read: the call it makes.
+ */
+function reasonFor(tool: string, words: string, call: { method: string; api: string; path: string }): string {
+  const said = words.trim();
+  return said ? `${tool}: ${said}` : `${tool}: ${call.method} ${call.path} on API ${call.api} (the model gave no reason)`;
 }
 
 function redactQuery(query: Record<string, string | string[]>, redact: readonly string[]): Record<string, string | string[]> {

@@ -108,7 +108,8 @@ describe("a gated call pauses the run", () => {
       decided_at: null,
       comment: null,
     });
-    expect(ap.reason).toMatch(/^create_order: /);
+    // The fake model says nothing with its call: the reason names the call instead (spec 2.3).
+    expect(ap.reason).toBe("create_order: POST /orders on API orders (the model gave no reason)");
     expect(ap.requester).toMatch(/^[0-9a-f]{32}$/);
     expect(Date.parse(ap.expires_at) - Date.parse(ap.created_at)).toBe(60_000);
     expect(ap.internal).toBeUndefined();
