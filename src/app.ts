@@ -198,7 +198,7 @@ function backgroundJobs(o: { settings: Settings; store: Store; runs: Runs; clock
     every(logger, o.sweepIntervalMs, "approval sweep", () => runs.recover()),
     every(logger, 15_000, "marking lost runs", () => store.markLostRuns(LOST_RUN_GRACE_MS)),
   ];
-  if (settings.RETENTION_DAYS > 0) stops.push(every(logger, 3_600_000, "retention", () => runs.retention(settings.RETENTION_DAYS)));
+  if (settings.RETENTION_DAYS > 0) stops.push(every(logger, 3_600_000, "retention", () => runs.retention(settings.RETENTION_DAYS), { now: true }));
   const ttl = settings.A2A_TASK_TTL_S;
   if (ttl > 0) stops.push(every(logger, Math.min(60_000, ttl * 1000), "task retention", () => store.dropTasksBefore(isoTime(clock.now() - ttl * 1000))));
   return stops;

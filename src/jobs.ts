@@ -4,9 +4,9 @@
  */
 import type { Logger } from "./observability/logger.js";
 
-export function every(logger: Logger, intervalMs: number, name: string, job: () => Promise<unknown>): () => void {
+export function every(logger: Logger, intervalMs: number, name: string, job: () => Promise<unknown>, options: { now?: boolean } = {}): () => void {
   let running = false;
-  const timer = setInterval(() => {
+  const tick = () => {
     if (running) return;
     running = true;
     job()
@@ -14,6 +14,12 @@ export function every(logger: Logger, intervalMs: number, name: string, job: () 
       .finally(() => {
         running = false;
       });
-  }, intervalMs);
-  return () => clearInterval(timer);
+  };
+  const timer = setInterval(tick, intervalMs);
+  // A first run right away (off this turn of the event loop), for jobs that should not wait a whole interval.
+  const first = options.now ? setTimeout(tick, 0) : undefined;
+  return () => {
+    clearInterval(timer);
+    clearTimeout(first);
+  };
 }
