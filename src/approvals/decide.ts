@@ -47,7 +47,8 @@ export function refusalToDecide(caller: Caller, approval: ApprovalRecord, thread
 }
 
 /** Marks the approval expired if its time has passed. Returns the record as it now stands. */
-export async function expireIfDue(book: DecisionBook, approval: ApprovalRecord): Promise<ApprovalRecord> {
+/** `logger` is the request's (or the sweep's), so the line carries its request id. */
+export async function expireIfDue(book: DecisionBook, approval: ApprovalRecord, logger: Logger = book.logger): Promise<ApprovalRecord> {
   const now = isoTime(book.clock.now());
   if (approval.status !== "pending" || approval.expires_at > now) return approval;
   const expired = await book.store.decideApproval(approval.approval_id, {
@@ -60,7 +61,7 @@ export async function expireIfDue(book: DecisionBook, approval: ApprovalRecord):
   });
   if (expired) {
     book.metrics.approvals.inc({ event: "expired" });
-    book.logger.info("approval expired", { approval_id: approval.approval_id, thread_id: approval.thread_id });
+    logger.info("approval expired", { approval_id: approval.approval_id, thread_id: approval.thread_id });
     return expired;
   }
   return (await book.store.getApproval(approval.approval_id)) ?? approval;
@@ -77,6 +78,7 @@ export async function recordDecision(
   thread: ThreadRow,
   approvalId: string,
   request: DecisionRequest,
+  logger: Logger = book.logger,
 ): Promise<ApprovalRecord> {
   let approval = await book.store.getApproval(approvalId);
   if (!approval || approval.thread_id !== thread.thread_id) throw new Refusal("approval_not_found", "No such approval on this thread.");
@@ -84,7 +86,7 @@ export async function recordDecision(
   if (refusal === "not_an_approver") throw new Refusal(refusal, "You are not an approver of this call.");
   if (refusal === "approval_direct_only") throw new Refusal(refusal, "This approval is decided directly by the person, not through an agent.");
 
-  approval = await expireIfDue(book, approval);
+  approval = await expireIfDue(book, approval, logger);
   if (approval.status !== "pending") throw notPending(approval);
   const relayed = caller.principal.actor !== null;
   if ((relayed && request.digest === undefined) || (request.digest !== undefined && request.digest !== approval.digest))
@@ -100,6 +102,6 @@ export async function recordDecision(
   });
   if (!decided) throw notPending((await book.store.getApproval(approvalId)) ?? approval);
   book.metrics.approvals.inc({ event: decided.status });
-  book.logger.info("approval decided", { approval_id: approvalId, thread_id: thread.thread_id, status: decided.status });
+  logger.info("approval decided", { approval_id: approvalId, thread_id: thread.thread_id, status: decided.status });
   return decided;
 }

@@ -44,13 +44,13 @@ export interface Runs {
     stream: { readonly emit: (event: RunEvent) => void; readonly logger: Logger },
   ): Promise<{ readonly decided: ApprovalRecord; readonly resume: ResumeOutcome }>;
   /** The two halves of `decide`, for callers that answer in between (A2A tasks). */
-  recordDecision(caller: Caller, thread: ThreadRow, approvalId: string, request: DecisionRequest): Promise<ApprovalRecord>;
+  recordDecision(caller: Caller, thread: ThreadRow, approvalId: string, request: DecisionRequest, logger?: Logger): Promise<ApprovalRecord>;
   resumeAfterDecision(
     decided: ApprovalRecord,
     stream: { readonly emit: (event: RunEvent) => void; readonly logger: Logger; readonly decider: Caller },
   ): Promise<ResumeOutcome>;
-  /** The approval as it stands, expired first if its time has passed. */
-  expireIfDue(approval: ApprovalRecord): Promise<ApprovalRecord>;
+  /** The approval as it stands, expired first if its time has passed (logged with the request's logger). */
+  expireIfDue(approval: ApprovalRecord, logger: Logger): Promise<ApprovalRecord>;
   /** Deletes the thread under its lease: false while a run holds it. */
   deleteThread(threadId: string): Promise<boolean>;
   /** Expires due approvals and resumes decided runs nobody resumed (every replica, on a timer). */
@@ -69,13 +69,13 @@ export function createRuns(ctx: RunsContext): Runs {
   return {
     startTurn: (input) => startTurn(ctx, resumer, input),
     async decide(caller, thread, approvalId, request, stream) {
-      const decided = await recordDecision(ctx.decisions, caller, thread, approvalId, request);
+      const decided = await recordDecision(ctx.decisions, caller, thread, approvalId, request, stream.logger);
       const resume = await resumer.afterDecision(decided, { ...stream, decider: caller }, DECISION_WAIT_MS);
       return { decided, resume };
     },
-    recordDecision: (caller, thread, approvalId, request) => recordDecision(ctx.decisions, caller, thread, approvalId, request),
+    recordDecision: (caller, thread, approvalId, request, logger) => recordDecision(ctx.decisions, caller, thread, approvalId, request, logger),
     resumeAfterDecision: (decided, stream) => resumer.afterDecision(decided, stream, DECISION_WAIT_MS),
-    expireIfDue: (approval) => expireIfDue(ctx.decisions, approval),
+    expireIfDue: (approval, logger) => expireIfDue(ctx.decisions, approval, logger),
     async deleteThread(threadId) {
       // Holding the lease while deleting keeps a run from starting on a half-deleted thread.
       return (await withThreadLease(ctx.leases, threadId, "delete", () => ctx.store.deleteThread(threadId))) !== "busy";

@@ -55,8 +55,9 @@ export function createResumer(ctx: RunsContext): Resumer {
         return null;
       }
       const collector = outcomeCollector();
+      const caller = actingCaller(stream.decider, deciding);
       const started = await executeRun(ctx, {
-        caller: actingCaller(stream.decider, deciding),
+        caller,
         threadId: run.thread_id,
         metadata: run.metadata,
         lease: handle,
@@ -64,7 +65,8 @@ export function createResumer(ctx: RunsContext): Resumer {
           collector.observe(event);
           stream.emit(event);
         },
-        logger: stream.logger.child({ approval_id: deciding.approval_id }),
+        // The run acts as the requester, whoever resumed it: its lines say so.
+        logger: stream.logger.child({ approval_id: deciding.approval_id, principal_hash: caller.hash, actor: caller.principal.actor?.id }),
         resume: { approvalId: deciding.approval_id, decision: decisionOf(deciding), pausedRunId: run.run_id },
       });
       // Whoever decided (HTTP, A2A, expiry) and whoever resumed, tasks waiting on it take the outcome.

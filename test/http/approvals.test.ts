@@ -232,6 +232,26 @@ describe("expiry", () => {
     expect(await metric(a, 'agent_approvals_total{event="expired"}')).toBe(1);
     await waitFor(async () => (await chat(a, { message: "again", thread_id: "t1" })).res.status === 200);
   });
+
+  it("the sweep's lines and the run it resumes carry a request id, the requester's principal hash and the thread", async () => {
+    const a = await app();
+    const { approval } = await pause(a);
+    clock.t += 61_000;
+    await waitFor(async () => a.logs.some((l) => l.message === "run ended" && l.approval_id === approval.approval_id));
+    const expired = a.logs.find((l) => l.message === "approval expired")!;
+    expect(expired.request_id).toMatch(/^[0-9a-f]{32}$/);
+    const ended = a.logs.find((l) => l.message === "run ended" && l.approval_id === approval.approval_id)!;
+    expect(ended).toMatchObject({ request_id: expired.request_id, principal_hash: approval.requester, thread_id: "t1" });
+  });
+});
+
+describe("decision lines carry the deciding request's id", () => {
+  it("approval decided", async () => {
+    const a = await app();
+    const { approval } = await pause(a);
+    await (await a.fetch(post(`/threads/t1/approvals/${approval.approval_id}`, { decision: "reject" }, { "X-Request-ID": "decide-req-1" }))).text();
+    expect(a.logs.find((l) => l.message === "approval decided")).toMatchObject({ request_id: "decide-req-1", approval_id: approval.approval_id });
+  });
 });
 
 describe("a policy change while pending sends nothing", () => {

@@ -5,6 +5,7 @@ import type { ApprovalRecord } from "../../approvals/types.js";
 import { publicApproval } from "../../approvals/view.js";
 import { forbidden, notFound } from "../../problems.js";
 import type { RunHandle, Runs } from "../../runs/index.js";
+import type { Logger } from "../../observability/logger.js";
 import type { Settings } from "../../settings/parse.js";
 import type { Store, ThreadRow } from "../../store/ports.js";
 import { readJsonBody } from "../body.js";
@@ -33,14 +34,14 @@ export function approvalRoutes({ store, runs, settings, requireAuth }: { store: 
   /** Owners and deciders see the call while pending; read-across readers only under TRACE_CAPTURE=full. */
   const view = (caller: Caller, a: ApprovalRecord, owner: boolean) =>
     publicApproval(a, owner || a.requester === caller.hash || decides(caller, a) || full);
-  const fresh = (list: ApprovalRecord[]) => Promise.all(list.map((a) => runs.expireIfDue(a)));
+  const fresh = (list: ApprovalRecord[], logger: Logger) => Promise.all(list.map((a) => runs.expireIfDue(a, logger)));
 
   return new Hono<HttpEnv>()
     .get("/threads/:thread_id/approvals", requireAuth("approval.read"), async (c) => {
       const caller = c.get("caller");
       const thread = await loadThread(c.req.param("thread_id"));
       const owner = ownsThread(caller, thread);
-      const all = await fresh(await store.listApprovals({ thread_id: thread.thread_id, limit: ALL, offset: 0 }));
+      const all = await fresh(await store.listApprovals({ thread_id: thread.thread_id, limit: ALL, offset: 0 }), c.get("logger"));
       if (owner || caller.readAcross) return c.json(all.map((a) => view(caller, a, owner)));
       const mine = all.filter((a) => decides(caller, a));
       if (mine.length === 0) throw forbidden("This thread belongs to another principal.");
@@ -57,7 +58,7 @@ export function approvalRoutes({ store, runs, settings, requireAuth }: { store: 
       });
       const actor = caller.principal.actor?.id;
       const visible = actor === undefined ? rows : rows.filter((a) => a.requester_actor === actor);
-      return c.json((await fresh(visible)).map((a) => view(caller, a, a.requester === caller.hash)));
+      return c.json((await fresh(visible, c.get("logger"))).map((a) => view(caller, a, a.requester === caller.hash)));
     })
     .post("/threads/:thread_id/approvals/:approval_id", requireAuth("approval.decide"), async (c) => {
       const caller = c.get("caller");
