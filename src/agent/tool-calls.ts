@@ -1,0 +1,106 @@
+/**
+ * The tool side of the loop: reading the model's arguments, running one turn's calls in parallel,
+ * turning a failure into a result the model can read, and answering the calls a stopped run left
+ * open. A tool's failure is a result, never a failed run; only the run's stop and an approval's
+ * pause leave a call without one.
+ */
+import { isAppError } from "../errors.js";
+import type { Ids } from "../ids.js";
+import type { JsonValue } from "../json.js";
+import type { Logger } from "../observability/logger.js";
+import type { ToolCallScope } from "../policy/client.js";
+import type { Message } from "../store/ports.js";
+import { INVALID_ARGUMENTS_PREFIX } from "./model.js";
+import type { Tool, ToolContext } from "./tools/define.js";
+
+/** What running tool calls needs from the loop's options. */
+export interface ToolRunOptions {
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly dev: boolean;
+  readonly signal: AbortSignal;
+  readonly ids: Ids;
+  readonly logger: Logger;
+  readonly toolContext: Omit<ToolContext, "signal" | "api">;
+  /** The outbound client for calls made by one tool call. */
+  readonly apiFor: (call: ToolCallScope) => ToolContext["api"];
+}
+
+/** A call as the model made it; `args` is null when they were not a JSON object. */
+export interface ParsedCall {
+  readonly id: string;
+  readonly name: string;
+  readonly args: Record<string, JsonValue> | null;
+}
+
+export interface ToolResult {
+  content: string;
+  is_error: boolean;
+  paused?: boolean;
+  error_id?: string;
+}
+
+export function parseArguments(text: string): Record<string, JsonValue> | null {
+  if (text.trim() === "") return {};
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, JsonValue>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs one turn's calls in parallel; a call with invalid arguments is answered without running. */
+export function runToolCalls(options: ToolRunOptions, calls: readonly ParsedCall[], reason: string): Promise<ToolResult[]> {
+  return Promise.all(
+    calls.map((c) =>
+      c.args === null
+        ? Promise.resolve<ToolResult>({ content: `${INVALID_ARGUMENTS_PREFIX} the arguments were not valid JSON; call the tool again with a JSON object.`, is_error: true })
+        : runTool(options, c.id, c.name, c.args, reason),
+    ),
+  );
+}
+
+async function runTool(options: ToolRunOptions, id: string, name: string, args: Record<string, JsonValue>, reason: string): Promise<ToolResult> {
+  const tool = options.tools.get(name);
+  if (!tool) return { content: `There is no tool named ${JSON.stringify(name)}.`, is_error: true };
+  const problems = tool.check(args);
+  if (problems.length > 0)
+    return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
+  try {
+    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor({ tool: name, toolCallId: id, reason }), signal: options.signal });
+    return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
+  } catch (error) {
+    if (options.signal.aborted) throw options.signal.reason;
+    if (isAppError(error) && error.code === "paused") return { content: "", is_error: false, paused: true };
+    const errorId = options.ids.errorId();
+    const errorType = isAppError(error) ? error.name : error instanceof Error ? error.name : "Error";
+    options.logger.warning("tool call failed", { error_id: errorId, tool: name, error_type: errorType, tool_call_id: id });
+    // Policy refusals and failed calls carry a reason written for the model (spec 7.4).
+    if (isAppError(error) && (error.code === "api_policy" || error.code === "api_call"))
+      return { content: `${error.name}: ${error.message}`, is_error: true, error_id: errorId };
+    const detail = options.dev && error instanceof Error ? `: ${error.message}` : "";
+    return { content: `The tool failed${detail}. Reference: ${errorId}.`, is_error: true, error_id: errorId };
+  }
+}
+
+/** Tool calls left open by a stopped run, answered with error results before the next run. */
+export function closeOpenToolCalls(messages: readonly Message[], ids: Ids): Message[] {
+  const answered = new Set<string>();
+  for (const m of messages) if (m.role === "tool") answered.add(m.tool_call_id);
+  const out: Message[] = [];
+  for (const m of messages) {
+    if (m.role !== "assistant" || !m.tool_calls) continue;
+    for (const call of m.tool_calls) {
+      if (answered.has(call.id)) continue;
+      out.push({
+        id: ids.messageId(),
+        role: "tool",
+        content: "This tool call was interrupted before it finished; its result is unknown.",
+        tool_call_id: call.id,
+        name: call.name,
+        is_error: true,
+      });
+    }
+  }
+  return out;
+}
