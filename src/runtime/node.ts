@@ -10,6 +10,7 @@ import { pathToFileURL } from "node:url";
 import { randomBytes } from "node:crypto";
 import { serve } from "@hono/node-server";
 import { createApp } from "../app.js";
+import type { Tool } from "../agent/tools/define.js";
 import type { CustomAuthPolicy } from "../auth/custom.js";
 import { isAppError, type SettingsError } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
@@ -49,10 +50,13 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
     }
   }
 
+  const tools = env.TOOLS_MODULE ? await loadTools(env.TOOLS_MODULE) : undefined;
+
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
     app = await createApp({
       ...(authPolicy ? { authPolicy } : {}),
+      ...(tools ? { tools } : {}),
       env,
       readText: hostReadText(process.cwd()),
       playgroundKey,
@@ -107,6 +111,31 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/**
+ * TOOLS_MODULE (CONTRACT 7): an ES module whose default export, or export `tools`, is an array
+ * of defineTool tools. One that does not load, or exports something else, stops startup naming
+ * the variable (exit 3, a configuration problem); the module's own error is not printed, since
+ * it may quote the module's source.
+ */
+async function loadTools(path: string): Promise<Tool[]> {
+  const stop = (why: string): never => {
+    process.stderr.write(`The service cannot start: TOOLS_MODULE ${why}.\n`);
+    process.exit(3);
+  };
+  let mod: { default?: unknown; tools?: unknown };
+  try {
+    mod = (await import(pathToFileURL(resolve(path)).href)) as typeof mod;
+  } catch (error) {
+    return stop(`does not load (${error instanceof Error ? error.name : "error"}${(error as { code?: string }).code ? ` ${(error as { code?: string }).code}` : ""})`);
+  }
+  const tools = mod.default ?? mod.tools;
+  const isTool = (t: unknown) =>
+    typeof t === "object" && t !== null && typeof (t as Tool).name === "string" && typeof (t as Tool).run === "function" && typeof (t as Tool).check === "function";
+  if (!Array.isArray(tools) || tools.length === 0 || !tools.every(isTool))
+    return stop("must export (default or `tools`) a non-empty array of tools made with defineTool");
+  return tools as Tool[];
 }
 
 await main();

@@ -4,6 +4,7 @@
  * model configured (runs then fail naming the setting). `npm test` builds dist first.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { answerText, parseSse, readUntil } from "../helpers.js";
@@ -186,5 +187,56 @@ describe("node dist/node.js", () => {
     expect(last.event, text).toBe("error");
     expect(last.data.code).toBe("run_failed");
     expect(last.data.message).toContain("MODEL_NAME");
+  });
+});
+
+describe("TOOLS_MODULE", () => {
+  it("serves the example tools module: a gated call waits for approval and is sent once when approved", async () => {
+    const hits: { method: string; url: string; auth: string | undefined; body: string }[] = [];
+    const upstream = createHttpServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        hits.push({ method: req.method!, url: req.url!, auth: req.headers.authorization, body });
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ id: "T-1" }));
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, HOST, r));
+    try {
+      const svc = await startService({
+        ...FAKE,
+        TOOLS_MODULE: "examples/tools/tickets.mjs",
+        API_POLICY_PATH: "examples/tools/api-policy.yaml",
+        TICKETS_API_URL: `http://${HOST}:${(upstream.address() as { port: number }).port}/api`,
+        TICKETS_API_TOKEN: "ticket-token",
+      });
+      const paused = parseSse(await (await postChat(svc.base, '/call create_ticket {"title":"printer on fire"}')).text());
+      const end = paused.at(-1)!;
+      expect(end.data.status).toBe("awaiting_approval");
+      const approval = end.data.approval as { approval_id: string; api: string; path: string };
+      expect(approval).toMatchObject({ api: "tickets", method: "POST", path: "/tickets" });
+      expect(hits).toEqual([]);
+      const res = await fetch(`${svc.base}/threads/${end.data.thread_id}/approvals/${approval.approval_id}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ decision: "approve" }),
+      });
+      const resumed = parseSse(await res.text());
+      expect(resumed.at(-1)!.data.status).toBe("ok");
+      expect(hits).toEqual([{ method: "POST", url: "/api/tickets", auth: "Bearer ticket-token", body: JSON.stringify({ title: "printer on fire", body: "" }) }]);
+    } finally {
+      upstream.closeAllConnections();
+      await new Promise((r) => upstream.close(r));
+    }
+  });
+
+  it("a module that does not load, or exports no tools, stops startup naming TOOLS_MODULE (exit 3)", async () => {
+    for (const module of ["/nonexistent/tools.mjs", "examples/tools/api-policy.yaml", "package.json"]) {
+      const svc = spawnService({ ...FAKE, HOST, PORT: "0", TOOLS_MODULE: module, ENV_FILE: "/nonexistent/.env" });
+      expect(await svc.exited, module).toBe(3);
+      expect(svc.stderr(), module).toMatch(/^The service cannot start: TOOLS_MODULE /);
+      expect(svc.stderr()).not.toMatch(/\n\s+at /);
+    }
   });
 });
