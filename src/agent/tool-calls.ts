@@ -67,7 +67,7 @@ async function runTool(options: ToolRunOptions, id: string, name: string, args: 
   if (problems.length > 0)
     return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
   try {
-    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor({ tool: name, toolCallId: id, reason }), signal: options.signal });
+    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor({ tool: name, toolCallId: id, reason, ...(tool.redact ? { redact: tool.redact } : {}) }), signal: options.signal });
     return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
   } catch (error) {
     if (options.signal.aborted) throw options.signal.reason;

@@ -50,6 +50,8 @@ export interface ToolCallScope {
   readonly tool: string;
   readonly toolCallId: string;
   readonly reason: string;
+  /** The tool's own `redact=` fields (defineTool), masked in every call it makes like a call's own. */
+  readonly redact?: readonly string[];
 }
 
 export interface PolicyClient {
@@ -92,7 +94,8 @@ interface RunCalls {
 /** One call, in the order that matters: every refusal is decided before anything is sent. */
 async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, request: ApiRequest): Promise<ApiResponse> {
   const { options } = run;
-  const judged = judgeRequest(options.policy, options.labels, apiName, request);
+  const redact = [...(toolCall.redact ?? []), ...(request.redact ?? [])];
+  const judged = judgeRequest(options.policy, options.labels, apiName, redact.length > 0 ? { ...request, redact } : request);
   const hold = await holdForApproval(run, toolCall, judged);
   if (hold.kind === "answered") return hold.response;
   const { api } = judged;

@@ -218,6 +218,31 @@ describe("deciding", () => {
   });
 });
 
+describe("redaction", () => {
+  it("a tool-level redact list masks exactly like a call-level one (CONTRACT 2, spec 2.3)", async () => {
+    const body = (args: Record<string, unknown>) => ({ item: args.item ?? "book", card: args.card ?? "4111" });
+    const toolLevel = defineTool({
+      name: "create_order",
+      description: "creates an order",
+      parameters: { type: "object", properties: { item: { type: "string" }, card: { type: "string" } } },
+      calls: [{ api: "orders", method: "POST", path: "/orders" }],
+      redact: ["card"],
+      run: async (args, ctx) => (await ctx.api.request("orders", { method: "POST", path: "/orders", query: { source: "agent" }, body: body(args) })).status,
+    });
+    const callLevel = defineTool({
+      ...toolLevel,
+      redact: [],
+      run: async (args, ctx) => (await ctx.api.request("orders", { method: "POST", path: "/orders", query: { source: "agent" }, body: body(args), redact: ["card"] })).status,
+    });
+    const viaTool = (await pause(await app(POLICY(), [toolLevel]))).approval;
+    store = createMemoryStore();
+    const viaCall = (await pause(await app(POLICY(), [callLevel]))).approval;
+    expect(viaTool.body).toEqual({ item: "book", card: "<redacted>" });
+    expect(viaTool.digest).toBe(viaCall.digest);
+    expect(JSON.stringify(viaTool)).not.toContain("4111-secret");
+  });
+});
+
 describe("expiry", () => {
   it("expires after timeout_s by the clock port: 410 on decide, counted, nothing sent, the run resumes with 'not approved'", async () => {
     const a = await app();
