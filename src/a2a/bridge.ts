@@ -33,9 +33,13 @@ export function createRunBridge({ tasks, live }: { tasks: TaskBook; live: LiveTa
   /** After `begin`: a refusal fails the task; a run is tied to the task until it ends. */
   async function start(task: TaskRecord, version: A2AVersion, entry: LiveTask, begin: Begin): Promise<Started> {
     const answer = answerStream(task, version, entry.publish);
+    const emit = (event: RunEvent) => {
+      if (event.type === "message.start") entry.runId = event.run_id;
+      answer.emit(event);
+    };
     let run: RunHandle | TaskRecord;
     try {
-      run = await begin(answer.emit);
+      run = await begin(emit);
     } catch (error) {
       if (isRefusal(error)) return settled(await tasks.fail(task, A2A_CODE[error.code], error.message));
       throw error;

@@ -12,6 +12,8 @@ import type { Listener, TaskRecord, WireObject } from "./types.js";
 export interface LiveTask {
   /** Set once the run has started. */
   run: RunHandle | undefined;
+  /** The run's id, from its first event: known before `run` is (a short run may end first). */
+  runId: string | undefined;
   /** CancelTask came: the run's end stores the task canceled. */
   canceled: boolean;
   readonly listeners: Set<Listener>;
@@ -32,6 +34,8 @@ export interface LiveTasks {
   open(taskId: string, listener?: Listener): { readonly entry: LiveTask; end(final: Promise<TaskRecord>): void };
   get(taskId: string): LiveTask | undefined;
   has(taskId: string): boolean;
+  /** The live task whose run is `runId` (where a resumed run continued), if any. */
+  taskOfRun(runId: string): string | undefined;
 }
 
 export function createLiveTasks(): LiveTasks {
@@ -44,7 +48,7 @@ export function createLiveTasks(): LiveTasks {
       // Nobody need listen to a run that could not start: its starter already has the error.
       void done.catch(() => {});
       const listeners = new Set<Listener>(listener ? [listener] : []);
-      const entry: LiveTask = { run: undefined, canceled: false, listeners, done, publish: (event) => listeners.forEach((l) => l(event)) };
+      const entry: LiveTask = { run: undefined, runId: undefined, canceled: false, listeners, done, publish: (event) => listeners.forEach((l) => l(event)) };
       live.set(taskId, entry);
       const end = (final: Promise<TaskRecord>) => {
         void final.then(
@@ -62,5 +66,9 @@ export function createLiveTasks(): LiveTasks {
     },
     get: (taskId) => live.get(taskId),
     has: (taskId) => live.has(taskId),
+    taskOfRun(runId) {
+      for (const [taskId, entry] of live) if (entry.runId === runId || entry.run?.runId === runId) return taskId;
+      return undefined;
+    },
   };
 }

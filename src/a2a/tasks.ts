@@ -87,13 +87,16 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
 
     /**
      * After a resumed run ends, every waiting task of the requester on that thread takes the
-     * outcome (spec 3.3), except those a run of this process is still answering (`isLive`).
+     * outcome (spec 3.3), except those a run of this process is still answering (`isLive`). The
+     * status text says where the run continued: the task it ran in (`continuedIn`, CONTRACT 5),
+     * else (decided over HTTP, expired, recovered) the run.
      */
-    async settle(approval: ApprovalRecord, outcome: RunOutcome, isLive: (taskId: string) => boolean): Promise<void> {
+    async settle(approval: ApprovalRecord, outcome: RunOutcome, isLive: (taskId: string) => boolean, continuedIn: string | undefined): Promise<void> {
       for (const t of await store.tasksWaitingOn(approval.thread_id, approval.approval_id)) {
         if (isLive(t.task_id)) continue;
         const fields = taskFields(outcome, `${t.task_id}-response`);
-        const where: TaskPart = { kind: "text", text: `The run continued after the approval was decided (${outcome.runId ?? "run"}).` };
+        const text = continuedIn ? `Continued in task ${continuedIn}.` : `The run continued after the approval was decided (run ${outcome.runId ?? "unknown"}).`;
+        const where: TaskPart = { kind: "text", text };
         await update(t, { ...fields, status_parts: [where, ...(fields.status_parts ?? [])] });
       }
     },

@@ -451,7 +451,10 @@ describe("approvals over A2A (spec 4.5)", () => {
     expect(fresh.status.state).toBe("TASK_STATE_COMPLETED");
     expect(hits).toHaveLength(1);
     await waitFor(async () => (await getTask(a, t.id)).result.status.state !== "TASK_STATE_INPUT_REQUIRED", 3000);
-    expect((await getTask(a, t.id)).result.status.state).toBe("TASK_STATE_COMPLETED");
+    const settled = (await getTask(a, t.id)).result;
+    expect(settled.status.state).toBe("TASK_STATE_COMPLETED");
+    // CONTRACT 5: the waiting task names the task where the run continued, not the run.
+    expect(statusText(settled)).toBe(`Continued in task ${fresh.id}.`);
   });
 
   it("a reject over A2A sends nothing and the task completes with the model's answer", async () => {
