@@ -39,14 +39,34 @@ export interface ToolResult {
   error_id?: string;
 }
 
+/**
+ * Deepest nesting of arguments the agent accepts. Legal JSON can nest thousands of levels; such
+ * arguments, once stored in the thread, would break every later read of it (serialisers and
+ * providers recurse). They are refused like invalid JSON before anything is stored.
+ */
+export const MAX_ARGUMENT_DEPTH = 64;
+
 export function parseArguments(text: string): Record<string, JsonValue> | null {
   if (text.trim() === "") return {};
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, JsonValue>) : null;
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+    return depthWithin(value, MAX_ARGUMENT_DEPTH) ? (value as Record<string, JsonValue>) : null;
   } catch {
     return null;
   }
+}
+
+/** Whether a parsed JSON value nests at most `max` levels (iterative: no recursion to overflow). */
+function depthWithin(root: object, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value !== "object" || value === null) continue;
+    if (depth > max) return false;
+    for (const child of Object.values(value)) if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+  }
+  return true;
 }
 
 /** Runs one turn's calls in parallel; a call with invalid arguments is answered without running. */
@@ -54,7 +74,7 @@ export function runToolCalls(options: ToolRunOptions, calls: readonly ParsedCall
   return Promise.all(
     calls.map((c) =>
       c.args === null
-        ? Promise.resolve<ToolResult>({ content: `${INVALID_ARGUMENTS_PREFIX} the arguments were not valid JSON; call the tool again with a JSON object.`, is_error: true })
+        ? Promise.resolve<ToolResult>({ content: `${INVALID_ARGUMENTS_PREFIX} the arguments were not valid JSON (a JSON object nested at most ${MAX_ARGUMENT_DEPTH} levels); call the tool again with a JSON object.`, is_error: true })
         : runTool(options, c.id, c.name, c.args, reason),
     ),
   );

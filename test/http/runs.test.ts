@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { defineTool } from "../../src/index.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import type { Store } from "../../src/store/ports.js";
-import { answerText, chat, makeApp, post, readUntil, waitFor, type TestApp } from "../helpers.js";
+import { answerText, chat, get, makeApp, post, readUntil, waitFor, type TestApp } from "../helpers.js";
 
 let app: TestApp;
 let store: Store;
@@ -271,5 +271,29 @@ describe("the agent loop", () => {
     const result = events.find((e) => e.event === "tool.result")!;
     expect(result.data.is_error).toBe(true);
     expect(result.data.result).toMatch(/parameters/);
+  });
+});
+
+describe("deep but legal tool arguments", () => {
+  it("are refused before they are stored: the run answers, later runs and reading the thread work", async () => {
+    const deep = `${"[".repeat(4500)}1${"]".repeat(4500)}`;
+    const a = await makeApp();
+    try {
+      const first = await chat(a, { message: `/call calculator {"expression":${deep}}`, thread_id: "deep" });
+      expect(first.res.status).toBe(200);
+      expect(first.events.at(-1)!.event).toBe("message.end");
+      const results = first.events.filter((e) => e.event === "tool.result");
+      expect(results.length).toBeGreaterThan(0);
+      for (const r of results) expect(r.data).toMatchObject({ is_error: true, result: expect.stringContaining("at most 64 levels") });
+      const next = await chat(a, { message: "still there?", thread_id: "deep" });
+      expect(next.events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+      const messages = await a.fetch(get("/threads/deep/messages"));
+      expect(messages.status).toBe(200);
+      const stored = (await messages.json()) as { role: string; tool_calls?: { args: unknown }[] }[];
+      // The call is kept without its arguments: nothing that deep is stored.
+      for (const m of stored.filter((x) => x.role === "assistant" && x.tool_calls)) expect(m.tool_calls!.map((c) => c.args)).toEqual([{}]);
+    } finally {
+      await a.close();
+    }
   });
 });
