@@ -150,7 +150,12 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     logger,
     metrics,
     agent,
-    limits: { runTimeoutS: settings.RUN_TIMEOUT_S, recursionLimit: settings.RECURSION_LIMIT, dev: settings.dev },
+    limits: {
+      runTimeoutS: settings.RUN_TIMEOUT_S,
+      recursionLimit: settings.RECURSION_LIMIT,
+      dev: settings.dev,
+      delegation: { callerNote: settings.A2A_CALLER_NOTE === "on", mentions: settings.A2A_DELEGATED_MENTIONS },
+    },
     decisions: { store, clock, metrics, logger, keepDecidedCalls: settings.TRACE_CAPTURE === "full" },
     pauses,
     registry: createRunRegistry(),

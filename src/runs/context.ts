@@ -13,6 +13,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { PolicyClient } from "../policy/client.js";
 import type { Store } from "../store/ports.js";
+import type { DelegationRules } from "./delegation.js";
 import type { ThreadLeases } from "./leases.js";
 import type { RunRegistry } from "./registry.js";
 
@@ -32,6 +33,8 @@ export interface RunLimits {
   readonly runTimeoutS: number;
   readonly recursionLimit: number;
   readonly dev: boolean;
+  /** How requests another agent presents are framed (A2A_CALLER_NOTE, A2A_DELEGATED_MENTIONS). */
+  readonly delegation: DelegationRules;
 }
 
 export interface RunsContext {

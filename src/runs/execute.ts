@@ -8,6 +8,7 @@ import { closeOpenToolCalls, runLoop, type StructuredAnswers } from "../agent/lo
 import { publicApproval, type PublicApproval } from "../approvals/view.js";
 import type { Caller } from "../auth/caller.js";
 import { publicPrincipal } from "../auth/principal.js";
+import { framingFor } from "./delegation.js";
 import { isoTime } from "../clock.js";
 import { hasCode, isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
@@ -44,7 +45,7 @@ export interface RunInput {
   readonly emit: (event: RunEvent) => void;
   /** The request's logger (request id, principal hash, actor already bound). */
   readonly logger: Logger;
-  /** Added to the system prompt for this run. */
+  /** Added to the system prompt for this run (default: the delegation rules' note for a delegated caller). */
   readonly systemNote?: string;
   /** The thread was created for this run: it has no history to read. */
   readonly freshThread?: boolean;
@@ -165,11 +166,15 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
     };
     const { messages, resume } = await conversation(ctx, input, firstMessage, persist);
+    // A resumed run acts on the words of the request that paused it.
+    const request = input.message ?? lastUserWords(messages) ?? "";
+    const framing = framingFor(caller, ctx.limits.delegation, request, undefined);
+    const systemNote = input.systemNote ?? framing.systemNote;
     const model = ctx.agent.model();
     const result = await runLoop({
       deferFinal: true,
       model,
-      system: input.systemNote ? `${ctx.agent.system}\n\n${input.systemNote}` : ctx.agent.system,
+      system: systemNote ? `${ctx.agent.system}\n\n${systemNote}` : ctx.agent.system,
       tools: ctx.agent.tools,
       recursionLimit: ctx.limits.recursionLimit,
       dev: ctx.limits.dev,
@@ -179,7 +184,7 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       messages,
       emit,
       persist,
-      toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(input.userWords ?? input.message ?? lastUserWords(messages)) },
+      toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(input.userWords ?? framing.userWords) },
       apiFor: ctx.agent.policyClient
         ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
         : () => noPolicyClient,
