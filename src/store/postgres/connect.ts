@@ -11,6 +11,8 @@ import { AppError } from "../../errors.js";
 import type { Logger } from "../../observability/logger.js";
 
 export type Sql = postgres.Sql;
+/** A piece of a statement (sql`...`), composed into another one where it is interpolated. */
+export type Fragment = postgres.Fragment;
 
 export class DatabaseUnavailable extends AppError {
   constructor(options?: { cause?: unknown }) {

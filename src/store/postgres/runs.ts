@@ -8,9 +8,11 @@ import { LeaseLost } from "../../errors.js";
 import type { Logger } from "../../observability/logger.js";
 import type { Claimed, LeaseHandle, Message, RunEnd, RunStart, RunStore, ThreadRow } from "../ports.js";
 import { batcher } from "./batch.js";
-import type { Sql } from "./connect.js";
+import type { Fragment, Sql } from "./connect.js";
 import type { Guard } from "./health.js";
+import { fenceOn, releaseLeases, takeLease, takeLeases } from "./lease.js";
 import { approvalOf, jsonb, runOf, threadOf, type Row } from "./rows.js";
+import { appendFenced, insertMessages, insertThreads, threadMessages, threadRow } from "./threads.js";
 
 /** A paused run every approval of which is decided and that no run resumed yet (alias r). */
 const DUE = `r.status = 'awaiting_approval' AND r.resumed_by IS NULL
@@ -73,17 +75,13 @@ export function createRunStore(sql: Sql, guard: Guard, logger: Logger): Omit<Run
   });
 
   /**
-   * Releases the leases of `pairs` (thread_id, generation) where they still hold, answering
-   * (thread_id, generation, held) per pair: an upsert, so each row is found through the lease's
-   * unique index whatever the planner thinks of the table. A pair whose row is gone (its thread
-   * was deleted) leaves an expired row behind, which the thread id reuses if it ever comes back.
+   * The run-record insert, written once (createRun, claimThread): `rows` selects (i, run), a run
+   * record as jsonb, only the runs that may go in (the caller's fence or claim says which); they
+   * go in `i` order, by name (columns a later version adds keep their defaults).
    */
-  const release = (pairs: ReturnType<Sql>) => sql`
-    INSERT INTO leases (thread_id, holder, generation, expires_at)
-    SELECT p.thread_id, '', p.generation, '-infinity' FROM (${pairs}) AS p(thread_id, generation)
-    ON CONFLICT (thread_id) DO UPDATE SET expires_at = '-infinity'
-      WHERE leases.generation = excluded.generation AND leases.expires_at > now()
-    RETURNING thread_id, generation, (xmax <> 0) AS held`;
+  const insertRuns = (rows: Fragment) => sql`
+    INSERT INTO runs (${sql.unsafe(RUN_FIELDS)})
+    SELECT r.* FROM (${rows}) AS s(i, run) CROSS JOIN LATERAL jsonb_to_record(s.run) AS r(${sql.unsafe(RUN_RECORD)}) ORDER BY s.i`;
 
   // A chat's two writes, batched across chats under load (batch.ts); the single forms serve a
   // quiet service and the fallback.
@@ -91,31 +89,11 @@ export function createRunStore(sql: Sql, guard: Guard, logger: Logger): Omit<Run
     const run = start?.run;
     // The run and its messages go in only where this statement made the thread and leased it.
     const [r] = await sql`
-      WITH l AS (
-        INSERT INTO leases (thread_id, holder, generation, expires_at)
-        VALUES (${row.thread_id}, ${holder}, nextval('lease_generation'), now() + ${ttlMs} * interval '1 millisecond')
-        ON CONFLICT (thread_id) DO UPDATE
-          SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
-          WHERE leases.expires_at <= now()
-        RETURNING generation
-      ),
-      t AS (
-        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
-        SELECT ${row.thread_id}::text, ${row.owner}::text, ${row.actor}::text, ${row.created_at}::timestamptz, ${row.updated_at}::timestamptz
-        WHERE (SELECT count(*) FROM l) >= 0
-        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
-        RETURNING *, (xmax = 0) AS created
-      ),
+      WITH l AS (${takeLease(sql, row.thread_id, holder, ttlMs)}),
+      t AS (${insertThreads(sql, threadRow(sql, row, sql`(SELECT count(*) FROM l) >= 0`))}),
       go AS (SELECT 1 FROM t, l WHERE t.created AND ${run !== undefined}::boolean),
-      run AS (
-        INSERT INTO runs (${sql.unsafe(RUN_FIELDS)})
-        SELECT r.* FROM jsonb_to_record(${json(run ?? {})}::jsonb) AS r(${sql.unsafe(RUN_RECORD)}) WHERE EXISTS (SELECT 1 FROM go)
-      ),
-      ins AS (
-        INSERT INTO messages (thread_id, message)
-        SELECT ${row.thread_id}, m FROM jsonb_array_elements(${json(start?.messages ?? [])}::jsonb) WITH ORDINALITY AS x(m, n)
-        WHERE EXISTS (SELECT 1 FROM go) ORDER BY n
-      )
+      run AS (${insertRuns(sql`SELECT 0, ${json(run ?? {})}::jsonb WHERE EXISTS (SELECT 1 FROM go)`)}),
+      ins AS (${insertMessages(sql, threadMessages(sql, row.thread_id, start?.messages ?? [], sql`go`))})
       SELECT t.*, (SELECT generation FROM l) AS generation, EXISTS (SELECT 1 FROM go) AS started FROM t`;
     return claimedOf(r!, holder);
   };
@@ -128,29 +106,11 @@ export function createRunStore(sql: Sql, guard: Guard, logger: Logger): Omit<Run
         SELECT * FROM jsonb_to_recordset(${json(items)}::jsonb) AS x(i int, thread_id text, owner text, actor text,
           created_at timestamptz, updated_at timestamptz, holder text, ttl_ms int, start boolean, run jsonb, messages jsonb)
       ),
-      l AS (
-        INSERT INTO leases (thread_id, holder, generation, expires_at)
-        SELECT thread_id, holder, nextval('lease_generation'), now() + ttl_ms * interval '1 millisecond' FROM x ORDER BY i
-        ON CONFLICT (thread_id) DO UPDATE
-          SET holder = excluded.holder, generation = excluded.generation, expires_at = excluded.expires_at
-          WHERE leases.expires_at <= now()
-        RETURNING thread_id, generation
-      ),
-      t AS (
-        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
-        SELECT thread_id, owner, actor, created_at, updated_at FROM x WHERE (SELECT count(*) FROM l) >= 0 ORDER BY i
-        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
-        RETURNING *, (xmax = 0) AS created
-      ),
+      l AS (${takeLeases(sql, sql`SELECT i, thread_id, holder, ttl_ms FROM x`)}),
+      t AS (${insertThreads(sql, sql`SELECT i, thread_id, owner, actor, created_at, updated_at FROM x WHERE (SELECT count(*) FROM l) >= 0`)}),
       go AS MATERIALIZED (SELECT x.i, x.thread_id, x.run, x.messages FROM x JOIN t USING (thread_id) JOIN l USING (thread_id) WHERE t.created AND x.start),
-      run AS (
-        INSERT INTO runs (${sql.unsafe(RUN_FIELDS)})
-        SELECT r.* FROM go CROSS JOIN LATERAL jsonb_to_record(go.run) AS r(${sql.unsafe(RUN_RECORD)}) ORDER BY go.i
-      ),
-      ins AS (
-        INSERT INTO messages (thread_id, message)
-        SELECT go.thread_id, e.m FROM go CROSS JOIN LATERAL jsonb_array_elements(go.messages) WITH ORDINALITY AS e(m, n) ORDER BY go.i, e.n
-      )
+      run AS (${insertRuns(sql`SELECT i, run FROM go`)}),
+      ins AS (${insertMessages(sql, sql`SELECT i, thread_id, messages FROM go`)})
       SELECT x.i, t.*, l.generation, (go.i IS NOT NULL) AS started
       FROM x JOIN t USING (thread_id) LEFT JOIN l USING (thread_id) LEFT JOIN go USING (i)
       ORDER BY x.i`;
@@ -160,14 +120,9 @@ export function createRunStore(sql: Sql, guard: Guard, logger: Logger): Omit<Run
 
   const finishOne = async ({ runId, end, append, lease }: Finish): Promise<boolean> => {
     const [r] = await sql`
-      WITH rel AS (${release(sql`VALUES (${lease.threadId}::text, ${lease.generation}::bigint)`)}),
+      WITH rel AS (${releaseLeases(sql, sql`VALUES (${lease.threadId}::text, ${lease.generation}::bigint)`)}),
       fence AS (SELECT 1 FROM rel WHERE held),
-      ins AS (
-        INSERT INTO messages (thread_id, message)
-        SELECT ${lease.threadId}, m FROM jsonb_array_elements(${json(append.messages)}) WITH ORDINALITY AS t(m, n)
-        WHERE EXISTS (SELECT 1 FROM fence) ORDER BY n
-      ),
-      upd AS (UPDATE threads SET updated_at = ${append.at} WHERE thread_id = ${lease.threadId} AND EXISTS (SELECT 1 FROM fence)),
+      ${appendFenced(sql, lease.threadId, append.messages, append.at)},
       run AS (
         UPDATE runs SET status = ${end.status}, error_type = ${end.error_type}, error_id = ${end.error_id}, usage = ${json(end.usage)},
           updated_at = ${end.updated_at}, ended_at = ${end.ended_at}, latency_ms = ${end.latency_ms}
@@ -186,14 +141,11 @@ export function createRunStore(sql: Sql, guard: Guard, logger: Logger): Omit<Run
           status text, error_type text, error_id text, usage jsonb, updated_at timestamptz, ended_at timestamptz, latency_ms int,
           at timestamptz, messages jsonb)
       ),
-      rel AS (${release(sql`SELECT thread_id, generation FROM x ORDER BY i`)}),
+      rel AS (${releaseLeases(sql, sql`SELECT thread_id, generation FROM x ORDER BY i`)}),
       -- Joined on the whole pair, the planner expects few rows here: the updates below then look
       -- each row up by its key however small (or unanalyzed) the tables were when it planned.
       ok AS MATERIALIZED (SELECT x.* FROM x JOIN rel ON rel.thread_id = x.thread_id AND rel.generation = x.generation WHERE rel.held),
-      ins AS (
-        INSERT INTO messages (thread_id, message)
-        SELECT ok.thread_id, e.m FROM ok CROSS JOIN LATERAL jsonb_array_elements(ok.messages) WITH ORDINALITY AS e(m, n) ORDER BY ok.i, e.n
-      ),
+      ins AS (${insertMessages(sql, sql`SELECT i, thread_id, messages FROM ok`)}),
       upd AS (UPDATE threads t SET updated_at = ok.at FROM ok WHERE t.thread_id = ok.thread_id),
       run AS (
         UPDATE runs r SET status = ok.status, error_type = ok.error_type, error_id = ok.error_id, usage = ok.usage,
@@ -210,38 +162,17 @@ export function createRunStore(sql: Sql, guard: Guard, logger: Logger): Omit<Run
     claimThread: (row, lease, start) => guard(() => claim({ row, holder: lease.holder, ttlMs: lease.ttlMs, start })),
     createRun: (run, append) => guard(async () => {
       if (append && append.messages.length > 0) {
-        // One round trip: the record, the messages and the thread's updated_at.
-        const fenceGen = append.fence?.generation ?? null;
+        // One round trip: the record, the messages and the thread's updated_at; the record is
+        // fenced like the messages: a run whose lease moved on leaves no record behind either.
         const [r] = await sql`
-          WITH fence AS (
-            SELECT 1 WHERE ${fenceGen}::bigint IS NULL
-            UNION ALL SELECT 1 FROM leases WHERE thread_id = ${run.thread_id} AND generation = ${fenceGen} AND expires_at > now()
-          ),
-          -- Fenced like the messages: a run whose lease moved on leaves no record behind either.
-          run AS (
-            INSERT INTO runs (run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage,
-                              created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by)
-            SELECT ${run.run_id}, ${run.thread_id}, ${run.status}, ${run.error_type}, ${run.error_id}, ${run.principal_hash},
-                    ${run.actor}, ${json(run.metadata)}, ${json(run.usage)}, ${run.created_at}::timestamptz, ${run.updated_at}::timestamptz,
-                    ${run.ended_at}::timestamptz, ${run.latency_ms}::integer, ${run.resumed_from}, ${run.resumed_by}
-            WHERE EXISTS (SELECT 1 FROM fence)
-          ),
-          ins AS (
-            INSERT INTO messages (thread_id, message)
-            SELECT ${run.thread_id}, m FROM jsonb_array_elements(${json(append.messages)}) WITH ORDINALITY AS t(m, n)
-            WHERE EXISTS (SELECT 1 FROM fence) ORDER BY n RETURNING 1
-          ),
-          upd AS (UPDATE threads SET updated_at = ${append.at} WHERE thread_id = ${run.thread_id} AND EXISTS (SELECT 1 FROM fence))
+          WITH fence AS (${fenceOn(sql, run.thread_id, append.fence?.generation ?? null)}),
+          run AS (${insertRuns(sql`SELECT 0, ${json(run)}::jsonb WHERE EXISTS (SELECT 1 FROM fence)`)}),
+          ${appendFenced(sql, run.thread_id, append.messages, append.at)}
           SELECT count(*)::int AS n FROM ins`;
         if (r!.n !== append.messages.length) throw new LeaseLost();
         return;
       }
-      await sql`
-        INSERT INTO runs (run_id, thread_id, status, error_type, error_id, principal_hash, actor, metadata, usage,
-                          created_at, updated_at, ended_at, latency_ms, resumed_from, resumed_by)
-        VALUES (${run.run_id}, ${run.thread_id}, ${run.status}, ${run.error_type}, ${run.error_id}, ${run.principal_hash},
-                ${run.actor}, ${json(run.metadata)}, ${json(run.usage)}, ${run.created_at}, ${run.updated_at},
-                ${run.ended_at}, ${run.latency_ms}, ${run.resumed_from}, ${run.resumed_by})`;
+      await insertRuns(sql`SELECT 0, ${json(run)}::jsonb`);
     }),
     finishRun: (runId, end, append, lease) => guard(async () => {
       if (!(await finish({ runId, end, append, lease }))) throw new LeaseLost();

@@ -9,6 +9,11 @@
  * A statement that locks both a thread's lease row and its thread row takes the lease row first
  * (a CTE the thread's write waits on with `(SELECT count(*) FROM l) >= 0`), so two such
  * statements never wait on each other in a circle.
+ *
+ * Each statement is written once. Those that several writes share are fragments (sql`...`
+ * composed into another statement), kept with their table: the lease acquisition, release and
+ * fence (lease.ts), the thread insert and the fenced message insert (threads.ts), the run-record
+ * insert (runs.ts).
  */
 import type { Store } from "../ports.js";
 import { createApprovalStore } from "./approvals.js";

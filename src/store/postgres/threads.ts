@@ -1,25 +1,59 @@
 /** The threads table and each thread's messages on PostgreSQL. */
 import { LeaseLost } from "../../errors.js";
-import type { LeaseHandle, ListThreadsQuery, Message, ThreadStore } from "../ports.js";
-import type { Sql } from "./connect.js";
+import type { LeaseHandle, ListThreadsQuery, Message, ThreadRow, ThreadStore } from "../ports.js";
+import type { Fragment, Sql } from "./connect.js";
 import type { Guard } from "./health.js";
+import { fenceOn } from "./lease.js";
 import { jsonb, threadOf } from "./rows.js";
 
+/**
+ * The thread insert, written once: createThread here, and claimThread (postgres/runs.ts) after
+ * the lease. `rows` selects (i, thread_id, owner, actor, created_at, updated_at), made in `i`
+ * order. DO UPDATE (a no-op) rather than DO NOTHING: it waits for a concurrent insert and
+ * returns the stored row either way; xmax = 0 tells the caller that inserted it.
+ */
+export const insertThreads = (sql: Sql, rows: Fragment): Fragment => sql`
+  INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
+  SELECT r.thread_id, r.owner, r.actor, r.created_at, r.updated_at
+  FROM (${rows}) AS r(i, thread_id, owner, actor, created_at, updated_at) ORDER BY r.i
+  ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
+  RETURNING *, (xmax = 0) AS created`;
+
+/** One thread row as insertThreads takes it; `gate` (a condition) holds the insert back, or lets it go. */
+export const threadRow = (sql: Sql, row: ThreadRow, gate: Fragment = sql`true`): Fragment =>
+  sql`SELECT 0, ${row.thread_id}::text, ${row.owner}::text, ${row.actor}::text, ${row.created_at}::timestamptz, ${row.updated_at}::timestamptz WHERE ${gate}`;
+
+/**
+ * The message insert, written once: every write that appends messages goes through it.
+ * `rows` selects (i, thread_id, messages), only the rows whose fence holds; the messages go in
+ * row order, then array order, and a row per message written comes back.
+ */
+export const insertMessages = (sql: Sql, rows: Fragment): Fragment => sql`
+  INSERT INTO messages (thread_id, message)
+  SELECT a.thread_id, e.m FROM (${rows}) AS a(i, thread_id, messages)
+    CROSS JOIN LATERAL jsonb_array_elements(a.messages) WITH ORDINALITY AS e(m, n)
+  ORDER BY a.i, e.n RETURNING 1`;
+
+/** One thread's messages as insertMessages takes them, where the CTE `gate` has a row. */
+export const threadMessages = (sql: Sql, threadId: string, messages: readonly Message[], gate: Fragment): Fragment =>
+  sql`SELECT 0, ${threadId}::text, ${jsonb(sql)(messages)}::jsonb WHERE EXISTS (SELECT 1 FROM ${gate})`;
+
+/**
+ * The fenced append to one thread, as the CTEs `ins` (a row per message) and `upd`: its messages
+ * and its `updated_at`, both only where the statement's CTE `fence` has a row.
+ */
+export const appendFenced = (sql: Sql, threadId: string, messages: readonly Message[], at: string): Fragment => sql`
+  ins AS (${insertMessages(sql, threadMessages(sql, threadId, messages, sql`fence`))}),
+  upd AS (UPDATE threads SET updated_at = ${at} WHERE thread_id = ${threadId} AND EXISTS (SELECT 1 FROM fence))`;
+
 export function createThreadStore(sql: Sql, guard: Guard): ThreadStore {
-  const json = jsonb(sql);
   return {
     getThread: (id) => guard(async () => {
       const [r] = await sql`SELECT * FROM threads WHERE thread_id = ${id}`;
       return r ? threadOf(r) : null;
     }),
     createThread: (row) => guard(async () => {
-      // DO UPDATE (a no-op) rather than DO NOTHING: it waits for a concurrent insert and returns
-      // the stored row either way; xmax = 0 tells the caller that inserted it.
-      const [r] = await sql`
-        INSERT INTO threads (thread_id, owner, actor, created_at, updated_at)
-        VALUES (${row.thread_id}, ${row.owner}, ${row.actor}, ${row.created_at}, ${row.updated_at})
-        ON CONFLICT (thread_id) DO UPDATE SET thread_id = excluded.thread_id
-        RETURNING *, (xmax = 0) AS created`;
+      const [r] = await insertThreads(sql, threadRow(sql, row));
       return { created: Boolean(r!.created), row: threadOf(r!) };
     }),
     listThreads: (q: ListThreadsQuery) => guard(async () => {
@@ -46,24 +80,9 @@ export function createThreadStore(sql: Sql, guard: Guard): ThreadStore {
     }),
     appendMessages: (id, messages, at, fence?: LeaseHandle) => guard(async () => {
       if (messages.length === 0) return;
-      const batch = json(messages);
-      const [r] = fence
-        ? await sql`
-          WITH fence AS (SELECT 1 FROM leases WHERE thread_id = ${id} AND generation = ${fence.generation} AND expires_at > now()),
-          ins AS (
-            INSERT INTO messages (thread_id, message)
-            SELECT ${id}, m FROM jsonb_array_elements(${batch}) WITH ORDINALITY AS t(m, n)
-            WHERE EXISTS (SELECT 1 FROM fence) ORDER BY n RETURNING 1
-          ),
-          upd AS (UPDATE threads SET updated_at = ${at} WHERE thread_id = ${id} AND EXISTS (SELECT 1 FROM fence))
-          SELECT count(*)::int AS n FROM ins`
-        : await sql`
-          WITH ins AS (
-            INSERT INTO messages (thread_id, message)
-            SELECT ${id}, m FROM jsonb_array_elements(${batch}) WITH ORDINALITY AS t(m, n) ORDER BY n RETURNING 1
-          ),
-          upd AS (UPDATE threads SET updated_at = ${at} WHERE thread_id = ${id})
-          SELECT count(*)::int AS n FROM ins`;
+      const [r] = await sql`
+        WITH fence AS (${fenceOn(sql, id, fence?.generation ?? null)}), ${appendFenced(sql, id, messages, at)}
+        SELECT count(*)::int AS n FROM ins`;
       if (fence && r!.n !== messages.length) throw new LeaseLost();
     }),
   };
