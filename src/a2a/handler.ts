@@ -10,7 +10,7 @@ import type { LiveTasks } from "./live.js";
 import type { Start } from "./start.js";
 import type { TaskBook } from "./tasks.js";
 import type { CallContext, TaskRecord, WireObject } from "./types.js";
-import { sendResult, statusUpdate, TERMINAL, taskSnapshot, wireTask } from "./wire.js";
+import { limitHistory, readMessage, readSendConfiguration, requestMessage, sendResult, statusUpdate, TERMINAL, taskSnapshot, wireTask } from "./wire.js";
 
 type Params = Record<string, JsonValue>;
 type Unary = (params: Params, ctx: CallContext) => Promise<WireObject>;
@@ -44,9 +44,18 @@ function pageOf(p: Params): { size: number; offset: number } {
 
 export function createHandler({ tasks, live, start }: { tasks: TaskBook; live: LiveTasks; start: Start }): A2AHandler {
   return {
+    /**
+     * Waits for the task's outcome, or with `returnImmediately` (0.3: `blocking: false`) answers
+     * the task as it stands once its run has begun, the run going on. The answer's history is the
+     * request's message, cut to `historyLength`.
+     */
     async SendMessage(params, ctx) {
+      const config = readSendConfiguration(params, ctx.version);
       const started = await start(params, ctx);
-      return sendResult(await started.done, ctx.version);
+      const task = config.returnImmediately ? started.task : await started.done;
+      const msg = readMessage(params);
+      const history = limitHistory(msg ? [requestMessage(msg, task, ctx.version)] : [], config.historyLength);
+      return sendResult(task, ctx.version, history);
     },
 
     async SendStreamingMessage(params, ctx) {

@@ -29,11 +29,11 @@ export function wirePart(part: TaskPart, v: A2AVersion): Record<string, JsonValu
   return isObject ? { kind: "data", data: part.data } : { kind: "data", data: { value: part.data }, metadata: { data_part_compat: true } };
 }
 
-function wireMessage(parts: readonly TaskPart[], task: TaskRecord, v: A2AVersion, id: string): Record<string, JsonValue> {
+function wireMessage(parts: readonly TaskPart[], task: TaskRecord, v: A2AVersion, id: string, from: "agent" | "user" = "agent"): Record<string, JsonValue> {
   return {
     ...(v === "0.3" ? { kind: "message" } : {}),
     messageId: id,
-    role: v === "1.0" ? "ROLE_AGENT" : "agent",
+    role: v === "1.0" ? (from === "agent" ? "ROLE_AGENT" : "ROLE_USER") : from,
     contextId: task.context_id,
     taskId: task.task_id,
     parts: parts.map((p) => wirePart(p, v)),
@@ -48,19 +48,51 @@ export function wireStatus(task: TaskRecord, v: A2AVersion): Record<string, Json
   };
 }
 
-export function wireTask(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
+/** A task; `history` (messages already on the wire) is shown when it holds any. */
+export function wireTask(task: TaskRecord, v: A2AVersion, history: readonly Record<string, JsonValue>[] = []): Record<string, JsonValue> {
   return {
     ...(v === "0.3" ? { kind: "task" } : {}),
     id: task.task_id,
     contextId: task.context_id,
     status: wireStatus(task, v),
     artifacts: task.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, parts: a.parts.map((p) => wirePart(p, v)) })),
+    ...(history.length > 0 ? { history: [...history] } : {}),
   };
 }
 
 /** The result of SendMessage: wrapped in 1.0, bare with `kind` in 0.3. */
-export function sendResult(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
-  return v === "1.0" ? { task: wireTask(task, v) } : wireTask(task, v);
+export function sendResult(task: TaskRecord, v: A2AVersion, history: readonly Record<string, JsonValue>[] = []): Record<string, JsonValue> {
+  return v === "1.0" ? { task: wireTask(task, v, history) } : wireTask(task, v, history);
+}
+
+/**
+ * The request's message as the task's history shows it: its text and data parts, on the task,
+ * without its metadata (the origin extension is never kept with the task).
+ */
+export function requestMessage(msg: IncomingMessage, task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
+  const parts: TaskPart[] = [...(msg.textParts > 0 ? [{ kind: "text" as const, text: msg.text }] : []), ...msg.data.map((data) => ({ kind: "data" as const, data }))];
+  return wireMessage(parts, task, v, msg.messageId ?? `${task.task_id}-request`, "user");
+}
+
+/** `configuration` of SendMessage: 1.0 `returnImmediately: true`, 0.3 `blocking: false`; `historyLength` in both. */
+export interface SendConfiguration {
+  readonly returnImmediately: boolean;
+  /** At most this many messages of history in the answer (0: none); undefined: no limit. */
+  readonly historyLength: number | undefined;
+}
+
+export function readSendConfiguration(params: Record<string, JsonValue>, v: A2AVersion): SendConfiguration {
+  const c = params.configuration;
+  if (typeof c !== "object" || c === null || Array.isArray(c)) return { returnImmediately: false, historyLength: undefined };
+  const returnImmediately = v === "1.0" ? c.returnImmediately === true : c.blocking === false;
+  const h = c.historyLength;
+  return { returnImmediately, historyLength: typeof h === "number" && Number.isFinite(h) ? Math.max(0, Math.floor(h)) : undefined };
+}
+
+/** The last `historyLength` messages (all when undefined, none at 0). */
+export function limitHistory<T>(history: readonly T[], historyLength: number | undefined): readonly T[] {
+  if (historyLength === undefined) return history;
+  return historyLength === 0 ? [] : history.slice(-historyLength);
 }
 
 export function statusUpdate(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
@@ -84,6 +116,7 @@ export function taskSnapshot(task: TaskRecord, v: A2AVersion): Record<string, Js
 }
 
 export interface IncomingMessage {
+  readonly messageId: string | undefined;
   readonly text: string;
   readonly textParts: number;
   readonly emptyText: boolean;
@@ -114,6 +147,7 @@ export function readMessage(params: Record<string, JsonValue>): IncomingMessage 
   }
   const str = (v: JsonValue | undefined) => (typeof v === "string" && v !== "" ? v : undefined);
   return {
+    messageId: str(m.messageId),
     text: texts.join("\n"),
     textParts: texts.length,
     emptyText,

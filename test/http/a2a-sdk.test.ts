@@ -169,6 +169,48 @@ describe("A2A 1.0 through the SDK client", () => {
   });
 });
 
+/** Polls GetTask through `client` until the task leaves the working state. */
+async function settledTask(client: any, id: string): Promise<any> {
+  const until = Date.now() + 5_000;
+  for (;;) {
+    const got = (await client.getTask({ id })) as any;
+    if (got.status.state !== TaskState.TASK_STATE_WORKING || Date.now() > until) return got;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("SendMessage configuration (returnImmediately / blocking, historyLength) through the SDK", () => {
+  for (const version of ["1.0", "0.3"] as const) {
+    const open = version === "1.0" ? client10 : client03;
+
+    it(`${version}: returnImmediately answers the task at once while the run goes on; GetTask later shows the outcome`, async () => {
+      const client = await open();
+      const started = Date.now();
+      const sent = (await client.sendMessage({ message: msg("/sleep 1500\nlater"), configuration: { returnImmediately: true } })) as any;
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(sent.status.state).toBe(TaskState.TASK_STATE_WORKING);
+      expect(sent.artifacts ?? []).toEqual([]);
+      const done = await settledTask(client, sent.id);
+      expect(done.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(textOf(done.artifacts[0].parts)).toBe("echo: later");
+    });
+
+    it(`${version}: historyLength caps the answer's history (0: none); without it the history holds the request`, async () => {
+      const client = await open();
+      const full = (await client.sendMessage({ message: msg("remember me") })) as any;
+      expect(full.history).toHaveLength(1);
+      expect(full.history[0].messageId).toBeTruthy();
+      expect(full.history[0].taskId).toBe(full.id);
+      expect(textOf(full.history[0].parts)).toBe("remember me");
+      const one = (await client.sendMessage({ message: msg("once"), configuration: { historyLength: 1 } })) as any;
+      expect(one.history.map((m: any) => textOf(m.parts))).toEqual(["once"]);
+      const none = (await client.sendMessage({ message: msg("forget me"), configuration: { historyLength: 0 } })) as any;
+      expect(none.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(none.history ?? []).toEqual([]);
+    });
+  }
+});
+
 describe("A2A 0.3 through the SDK compat client", () => {
   it("sends, streams, gets and cancels", async () => {
     const client = await client03();
