@@ -478,6 +478,31 @@ describe("approvals over A2A (spec 4.5)", () => {
     expect(hits).toHaveLength(0);
   });
 
+  it("a digest that is not sha256: + 64 lowercase hex is -32602 before any approval is looked at (CONTRACT 5)", async () => {
+    const a = await approvalApp();
+    const t = await send(a, GATED);
+    const ap = approvalOf(t);
+    const before = (await listTasks(a)).length;
+    const bad = [`sha256:${"A".repeat(64)}`, `sha256:${"0".repeat(63)}`, `sha256:${"0".repeat(65)}`, `md5:${"0".repeat(64)}`, "0".repeat(64), "", `sha256:${"g".repeat(64)}`];
+    for (const digest of bad) {
+      for (const extra of [{ taskId: t.id }, { contextId: t.contextId, referenceTaskIds: [t.id] }]) {
+        const body = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "approve", digest } }], extra));
+        expect(body.error?.code, digest).toBe(-32602);
+      }
+      // Even for an approval that does not exist: the digest is read first.
+      const unknown = await rpc(a, "SendMessage", message10([{ data: { approval_id: "no-such-approval", decision: "approve", digest } }], { taskId: t.id }));
+      expect(unknown.error?.code, digest).toBe(-32602);
+    }
+    expect(await listTasks(a)).toHaveLength(before);
+    const kept = (await getTask(a, t.id)).result;
+    expect(kept.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(statusData(kept).some((d: Json) => d.type === "error")).toBe(false);
+    expect(hits).toHaveLength(0);
+    // The well-formed digest still decides.
+    const ok = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "approve", digest: ap.digest } }], { taskId: t.id }));
+    expect(ok.result.task.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
   it("deciding over HTTP updates the waiting task to completed", async () => {
     const a = await approvalApp();
     const t = await send(a, GATED);
