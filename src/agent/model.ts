@@ -1,6 +1,6 @@
 /**
- * The model port. Providers (fake now; openai, anthropic, gemini later) turn one request into a
- * stream of events. A provider failure throws ModelError; the detail goes to the log only.
+ * The model port. Providers (fake, openai, openai-compatible, anthropic, gemini) turn one request
+ * into a stream of events. A provider failure throws ModelError; the detail goes to the log only.
  */
 import type { Message } from "../store/ports.js";
 import type { JsonValue } from "../json.js";

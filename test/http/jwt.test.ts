@@ -602,13 +602,7 @@ describe("jwt: AUTH_JWT_PUBLIC_KEY and HS secrets", () => {
     await expectInvalid(app, await mint({}, stranger), "bad signature");
   });
 
-  // BUG src/auth/jwt/policy.ts:70-71 (createJwtPolicy, PEM startup check): the check imports
-  // AUTH_JWT_PUBLIC_KEY only with the FIRST asymmetric algorithm of AUTH_JWT_ALGORITHMS (default "RS256,ES256" -> RS256), so an EC
-  // P-256 PEM with the default algorithms (which allow ES256) stops startup. Example:
-  //   env { AUTH_POLICY: "jwt", AUTH_JWT_PUBLIC_KEY: <P-256 SPKI PEM>, AUTH_JWT_ISSUER, AUTH_JWT_AUDIENCE }
-  //   -> ConfigurationError "AUTH_JWT_PUBLIC_KEY is not a PEM public key or certificate for the allowed algorithms"
-  //   (expected: starts, and ES256 tokens signed by that key verify). The check should pass when
-  //   the key imports for ANY allowed asymmetric algorithm.
+  // Regression: the startup check imports the PEM only with the first allowed algorithm, so an EC key under RS256,ES256 stops startup.
   it("verifies with an EC SPKI PEM under the default algorithms (RS256,ES256)", async () => {
     const pem = (await exportSPKI(es.publicKey)).trim().replace(/\n/g, "\\n");
     app = await makeApp({ AUTH_POLICY: "jwt", AUTH_JWT_PUBLIC_KEY: pem, AUTH_JWT_ISSUER: ISS, AUTH_JWT_AUDIENCE: AUD }, { clock });
@@ -956,14 +950,7 @@ describe("custom auth policy through createApp({ authPolicy })", () => {
     expect(p.actor).toEqual({ id: "agent-q", chain: [], client: null });
   });
 
-  // BUG src/auth/choose.ts:47 (authCompatibilityProblems) judges `auth: forward` by
-  // settings.AUTH_POLICY, not by the policy in use: createApp({ authPolicy }) uses the custom
-  // policy "whenever given" (src/app.ts:64), yet with AUTH_POLICY unset (default shared-bearer)
-  // an API with `auth: forward` stops startup with "shared-bearer has none", although the custom
-  // policy does supply attributes.credentials[<api>]. Example:
-  //   createApp({ env: {MODEL_PROVIDER:"fake", MODEL_NAME:"fake"}, authPolicy: {authenticate: () => ({id:"u", attributes:{credentials:{svc:"s"}}})},
-  //               policyText: '{"apis":{"svc":{"base_url_env":"SVC_URL","auth":"forward","allowed_methods":["*"]}}}' })
-  //   -> rejects "The API policy does not fit the auth policy: apis.svc.auth forward needs per-user credentials; shared-bearer has none."
+  // Regression: the auth fit is judged by AUTH_POLICY, not the policy in use, so a given custom policy with `auth: forward` stops startup.
   it("starts with an `auth: forward` API when a custom policy is given without AUTH_POLICY=custom", async () => {
     const policyText = JSON.stringify({ apis: { svc: { base_url_env: "SVC_URL", auth: "forward", allowed_methods: ["*"] } } });
     app = await makeApp({ SVC_URL: "http://127.0.0.1:9" }, { authPolicy: policy(), policyText });

@@ -340,18 +340,12 @@ describe("refusals: paths", () => {
     expectRefused(await one({ method: "GET", path: "/users", pathParams: { id: "1" } }), "path parameter id has no {id} in the path");
   });
 
-  // BUG (src/policy/paths.ts:203 resolvePath, `if (given !== used)`): unknown path parameters are only
-  // looked for when the count of given values differs from the count of filled placeholders, so a
-  // template that repeats a placeholder hides an extra value: `/users/{id}/friends/{id}` with
-  // `{id: "1", extra: "2"}` is sent instead of refused ("path parameter extra has no {extra} in the path").
+  // Regression: a repeated placeholder hides an extra path parameter, and the call is sent instead of refused.
   it("refuses a value without a placeholder when another placeholder repeats", async () => {
     expectRefused(await one({ method: "GET", path: "/users/{id}/friends/{id}", pathParams: { id: "1", extra: "2" } }), "path parameter extra has no {extra} in the path");
   });
 
-  // BUG (src/policy/paths.ts:188 resolvePath, and :112 fillTemplate, `params?.[name]`): a placeholder
-  // named like an Object.prototype member (`constructor`, `toString`, `__proto__`...) takes the inherited member as its value, so
-  // `/users/{constructor}` with pathParams `{}` is sent as `/users/function%20Object()%20%7B%20%5Bnative%20code%5D%20%7D`
-  // instead of being refused ("has no value"). Should use Object.hasOwn(params, name).
+  // Regression: a placeholder named like an Object.prototype member takes the inherited member as its value and is sent.
   it("refuses a placeholder named like an Object.prototype member when it has no value", async () => {
     expectRefused(await one({ method: "GET", path: "/users/{constructor}", pathParams: {} }), "path parameter constructor has no value");
   });
@@ -613,10 +607,7 @@ describe("what is sent", () => {
     expect(seen.map((s) => s.url)).toEqual(["/v1/a%3Fb/%23"]);
   });
 
-  // BUG (src/policy/paths.ts:9-17 pathProblem lets `"`, `<`, `>`, backtick through; src/policy/client.ts:149
-  // builds the URL from the judged path and fetch's URL parser percent-encodes them): the call
-  // `/x<y` is judged as segment `x<y`, so the denial `/x%3Cy` does not cover it, yet the upstream
-  // receives `/v1/x%3Cy`, the denied spelling. The path judged is not the path sent.
+  // Regression: `/x<y` is judged raw, escapes the denial `/x%3Cy`, and the URL parser sends it as `/x%3Cy`.
   it("sends the path exactly as judged even for characters a URL parser encodes (\" < > `)", async () => {
     await start({ svc: svc({ denied_operations: [{ path: "/x%3Cy" }, { path: "/q%22" }] }) });
     for (const path of ["/x<y", '/q"']) {
@@ -655,9 +646,7 @@ describe("what is sent", () => {
     }
   });
 
-  // Likely gap (src/policy/wire.ts:88 canonicalKey strips only a trailing `[]`): spec 2.6 caps the
-  // page-size parameter "in every spelling and shape of the query", but the indexed array shape
-  // `limit[0]=1000` (read as limit=["1000"] by qs/Express, PHP, Rack) passes uncapped.
+  // Regression: the indexed array shape `limit[0]=1000` (read as limit by qs, PHP, Rack) passes the page-size cap.
   it("caps the page size in the indexed array shape limit[0]", async () => {
     await start({ svc: svc({ pagination: { page_size_param: "limit", max_page_size: 50 } }) });
     answer(await one({ method: "GET", path: "/items", query: { "limit[0]": 1000 } }));
@@ -890,10 +879,7 @@ describe("timeouts_ms: one deadline for the whole answer", () => {
     expectCallError(await one({ method: "GET", path: "/drip" }), /did not answer within its timeout/);
   });
 
-  // BUG (src/policy/client.ts:200 transmit: `setTimeout(..., api.timeouts.connect + api.timeouts.read)`):
-  // CONTRACT 5 makes `read` one deadline for the whole answer after the request is sent, but the
-  // client gives connect + read to the whole call, so with {connect: 1000, read: 200} an upstream
-  // that connects at once and answers after 500 ms is accepted (it should fail at ~200 ms).
+  // Regression: the whole call gets connect + read, so an answer 500 ms late under read: 200 is accepted.
   it("applies the read deadline from when the request is sent, not connect + read", async () => {
     await start({ svc: svc({ timeouts_ms: { connect: 1000, read: 200 } }) });
     routes.set("/v1/late", (_req, res) => {

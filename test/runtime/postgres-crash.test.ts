@@ -295,11 +295,7 @@ describe("the database down", () => {
     expect(warnings[0]).not.toHaveProperty("traceback");
   });
 
-  // Spec 6.3: "an unreachable database logs one WARNING without traceback". At startup two
-  // WARNINGs are logged for one outage: "database unreachable" (src/store/postgres/health.ts:55,
-  // from the guard) and "database not reachable at startup; requests answer 503 until it is"
-  // (src/store/postgres/index.ts:41, openPostgres' catch). Example: createApp with SQLDB_DSN on a
-  // closed port -> rawLogs hold both WARNING lines before any request.
+  // Regression: a database unreachable at startup logs two WARNINGs for one outage (spec 6.3 wants one).
   it("an outage at startup logs exactly one WARNING before any request", async () => {
     const port = await freePort();
     const a = await track(makeApp({ CHECKPOINTER: "sql", SQLDB_DSN: `postgres://postgres@127.0.0.1:${port}/test` }, { sqlSchema: `never_${process.pid}` }));
@@ -355,13 +351,7 @@ describe("the database down", () => {
 });
 
 describe("a database that stops answering on open connections", () => {
-  // BUG src/store/postgres/connect.ts:34-53 with src/store/postgres/health.ts:44-60: only
-  // connect_timeout (2 s) bounds a database call; a query sent on an already open connection to a
-  // database that stopped answering (host frozen, network partition without RST) waits forever:
-  // no client-side deadline in the guard, no keep-alive. Spec 7.1 wants 503 within a few seconds.
-  // Example: chat once through a TCP proxy, make the proxy drop all bytes, then GET /threads:
-  // no answer after 8 s (agent_database_up stays 1 until some other request opens a new
-  // connection and times out); later requests on new connections do get 503 after 2 s.
+  // Regression: a query on an already open connection to a database that stopped answering waits forever instead of 503.
   it("guarded routes answer 503 within a few seconds, also on connections opened before", async () => {
     const schema = fresh();
     const proxy = dbProxy(await freePort());

@@ -172,8 +172,7 @@ describe("loadPolicy: every problem at once", () => {
     expect(problems.map((p) => p.place).sort()).toEqual(["apis.x.exchange", "apis.x.forward_audience", "apis.x.forward_header", "apis.x.token_env"]);
   });
 
-  // Spec 2.6/7.5: every problem is reported at once. An API with a field error (zod) is skipped
-  // before its rules between fields are checked, so a second run shows the rest.
+  // Regression: an API with a field error skips the checks between its fields, so a second run shows the rest (spec 2.6/7.5).
   it("reports field errors and rules between fields of the same API together", () => {
     const problems = problemsOf(api({ description: "", auth: "bearer" }));
     expect(problems.map((p) => p.place).sort()).toEqual(["apis.x.description", "apis.x.token_env"]);
@@ -196,8 +195,7 @@ describe("loadPolicy: simple keys", () => {
     refused(api({ description: "\u{1F600}".repeat(301) }), "apis.x.description", "at most 300");
   });
 
-  // SRC BUG (minor, schema.ts NO_CTRL): "no control characters" lets C1 controls (U+0080-U+009F,
-  // e.g. NEL U+0085) through.
+  // Regression: "no control characters" lets C1 controls (U+0080-U+009F, e.g. NEL) through.
   it("description refuses C1 control characters", () => {
     refused(api({ description: "next\u0085line" }), "apis.x.description", "control characters");
   });
@@ -709,10 +707,7 @@ describe("loadPolicy: approval rules", () => {
     refusedWithin(withRule({ ...GATE, decide_with: "relayed", relayers: "agent-b" }), "apis.x.approval");
   });
 
-  // SRC BUG (document.ts zodProblems / schema.ts approval union): when a rule has a missing or
-  // ill-typed key, neither branch of the union rule-or-list parses without an aborting issue, so
-  // zod reports one invalid_union and the problem reads "apis.x.approval: must be a rule or a
-  // non-empty list of rules" instead of naming the key (e.g. approval.required_for "is required").
+  // Regression: a missing or ill-typed key of a single rule is reported as "must be a rule or a non-empty list of rules" on apis.x.approval.
   it("places a missing or ill-typed key of a single rule precisely", () => {
     refused(withRule({ approvers: ["requester"] }), "apis.x.approval.required_for", "is required");
     refused(withRule({ required_for: { methods: ["POST"] } }), "apis.x.approval.approvers", "is required");
