@@ -7,9 +7,25 @@ import type { JsonValue } from "../json.js";
 import type { Settings } from "../settings/parse.js";
 import { ORIGIN_EXTENSION_URI } from "./origin.js";
 
-export function agentCard(settings: Settings, options: { structured: boolean; auth: string }): Record<string, JsonValue> {
+/**
+ * Set (true) in the bindings a runtime entry hands to the app's fetch where HOST and PORT do not
+ * describe where the service is reached (the workerd entry): without APP_URL, the card then names
+ * the origin each request came to instead of `http://HOST:PORT`.
+ */
+export const CARD_FOLLOWS_REQUEST: unique symbol = Symbol.for("agent-service.a2a.card-follows-request");
+
+/** Whether the runtime's bindings (Hono's `c.env`) say the card follows the request. */
+export function cardFollowsRequest(bindings: unknown): boolean {
+  return typeof bindings === "object" && bindings !== null && (bindings as { [CARD_FOLLOWS_REQUEST]?: unknown })[CARD_FOLLOWS_REQUEST] === true;
+}
+
+/**
+ * `requestOrigin`: the origin the request came to, given only where the card follows the request;
+ * APP_URL wins over it, and without either the card names `http://HOST:PORT` (spec 4.5).
+ */
+export function agentCard(settings: Settings, options: { structured: boolean; auth: string }, requestOrigin?: string): Record<string, JsonValue> {
   const host = settings.HOST.includes(":") ? `[${settings.HOST}]` : settings.HOST;
-  const base = (settings.APP_URL ?? `http://${host}:${settings.PORT}`).replace(/\/+$/, "");
+  const base = (settings.APP_URL ?? requestOrigin ?? `http://${host}:${settings.PORT}`).replace(/\/+$/, "");
   const url = `${base}/a2a/${settings.A2A_NAME}`;
   const description = settings.A2A_DESCRIPTION ?? "A conversational agent with tools; it acts on APIs only as its policy allows.";
   return {

@@ -3,6 +3,7 @@
  * environment) on the first request. State lives in isolate memory (memory store and lease),
  * which suits a single-isolate deployment and tests; replicas need durable storage.
  */
+import { CARD_FOLLOWS_REQUEST } from "../a2a/card.js";
 import { createApp, type App } from "../app.js";
 import { isAppError, type SettingsError } from "../errors.js";
 
@@ -30,6 +31,8 @@ export default {
     } catch (error) {
       return settingsFailure(error);
     }
-    return ready.fetch(request, env, ctx);
+    // HOST/PORT do not say where a worker is reached: without APP_URL the A2A card names the
+    // origin each request came to (as `wrangler dev` or the route serves it).
+    return ready.fetch(request, { ...env, [CARD_FOLLOWS_REQUEST]: true }, ctx);
   },
 };

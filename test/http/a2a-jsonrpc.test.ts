@@ -627,6 +627,12 @@ describe("the card", () => {
     expect(card2.defaultOutputModes).not.toContain("application/json");
   });
 
+  it("without APP_URL names http://HOST:PORT on Node, whatever origin the request came to (spec 4.5)", async () => {
+    const a = await open({ HOST: "::1", PORT: "8123" });
+    const res = await a.fetch(new Request("http://elsewhere.example:9999/a2a/app/.well-known/agent-card.json", { headers: { Authorization: `Bearer ${KEY}` } }));
+    expect(((await res.json()) as Json).supportedInterfaces[0].url).toBe("http://[::1]:8123/a2a/app");
+  });
+
   it("A2A_NAME changes the mount path; other names are 404", async () => {
     const a = await open({ A2A_NAME: "helper", APP_URL: "http://127.0.0.1:9" });
     const auth = { Authorization: `Bearer ${KEY}` };

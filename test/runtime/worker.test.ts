@@ -11,17 +11,23 @@ import { answerText, parseSse } from "../helpers.js";
 const COMPATIBILITY_DATE = "2026-04-01";
 const KEY = "k";
 
-let mf: Miniflare;
-
-beforeAll(async () => {
-  mf = new Miniflare({
+/** The built worker in workerd with the fake model, the key and `bindings`. */
+async function startWorker(bindings: Record<string, string> = {}): Promise<Miniflare> {
+  const worker = new Miniflare({
     modules: true,
     scriptPath: "dist/worker.js",
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: [],
-    bindings: { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake" },
+    bindings: { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", ...bindings },
   });
-  await mf.ready;
+  await worker.ready;
+  return worker;
+}
+
+let mf: Miniflare;
+
+beforeAll(async () => {
+  mf = await startWorker();
 });
 
 afterAll(async () => {
@@ -54,6 +60,15 @@ describe("module worker in workerd", () => {
     expect(end.data.status).toBe("ok");
   });
 
+  it("the agent card names the origin the request came to when APP_URL is unset", async () => {
+    for (const origin of ["http://agents.example:8787", "https://other.example"]) {
+      const res = await mf.dispatchFetch(`${origin}/a2a/app/.well-known/agent-card.json`, { headers: { Authorization: `Bearer ${KEY}` } });
+      expect(res.status).toBe(200);
+      const card = (await res.json()) as { supportedInterfaces: { url: string }[] };
+      expect(card.supportedInterfaces.map((i) => i.url)).toEqual([`${origin}/a2a/app`, `${origin}/a2a/app`]);
+    }
+  });
+
   it("POST /chat without the key answers 401", async () => {
     const res = await mf.dispatchFetch("http://localhost/chat", {
       method: "POST",
@@ -65,19 +80,29 @@ describe("module worker in workerd", () => {
   });
 });
 
+describe("the agent card in workerd with APP_URL", () => {
+  let withUrl: Miniflare;
+  beforeAll(async () => {
+    withUrl = await startWorker({ APP_URL: "https://agents.example/base/" });
+  });
+  afterAll(async () => {
+    await withUrl?.dispose();
+  });
+
+  it("names APP_URL, whatever origin the request came to", async () => {
+    const res = await withUrl.dispatchFetch("http://localhost:8787/a2a/app/.well-known/agent-card.json", { headers: { Authorization: `Bearer ${KEY}` } });
+    expect(res.status).toBe(200);
+    const card = (await res.json()) as { supportedInterfaces: { url: string }[] };
+    expect(card.supportedInterfaces[0]!.url).toBe("https://agents.example/base/a2a/app");
+  });
+});
+
 describe("structured answers in workerd", () => {
   let structured: Miniflare;
   const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };
 
   beforeAll(async () => {
-    structured = new Miniflare({
-      modules: true,
-      scriptPath: "dist/worker.js",
-      compatibilityDate: COMPATIBILITY_DATE,
-      compatibilityFlags: [],
-      bindings: { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", RESPONSE_SCHEMA: JSON.stringify(schema) },
-    });
-    await structured.ready;
+    structured = await startWorker({ RESPONSE_SCHEMA: JSON.stringify(schema) });
   });
   afterAll(async () => {
     await structured?.dispose();
