@@ -28,3 +28,29 @@ export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   }
   return v;
 }
+
+/**
+ * Spec 2.5: stored text holds U+FFFD in place of U+0000 (PostgreSQL text and jsonb cannot hold it;
+ * the memory store follows the same rule, so both keep the same text).
+ */
+export function withoutNul<T>(value: T): T {
+  if (typeof value === "string") return (value.includes("\u0000") ? value.replace(/\u0000/g, "\ufffd") : value) as T;
+  if (Array.isArray(value)) return value.map(withoutNul) as T;
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[withoutNul(k)] = withoutNul(v);
+    return out as T;
+  }
+  return value;
+}
+
+/** Whether a value holds U+0000 anywhere (a walk without copies: withoutNul copies). */
+export function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\u0000");
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value && typeof value === "object") {
+    for (const k in value) if (k.includes("\u0000") || hasNul((value as Record<string, unknown>)[k])) return true;
+  }
+  return false;
+}
+

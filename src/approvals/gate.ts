@@ -115,6 +115,8 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
 
       switch (existing.status) {
         case "pending":
+          // A run resumed after a decision on another call of the turn waits on this one now.
+          if (existing.run_id !== ctx.runId) await store.moveApproval(existing.approval_id, ctx.runId);
           pauses.add(ctx.runId, ctx.toolCallId, existing.approval_id);
           throw new RunPaused();
         case "rejected":

@@ -18,8 +18,6 @@ import { handOver } from "./leases.js";
 
 export type ResumeOutcome =
   | { readonly kind: "started"; readonly run: RunHandle }
-  /** Other approvals of the run are still pending. */
-  | { readonly kind: "waiting" }
   /** The thread is busy: its next holder (or the recovery sweep) resumes the run. */
   | { readonly kind: "queued" }
   /** Nothing to resume: another run resumed it already. */
@@ -38,7 +36,7 @@ interface ResumeStream {
 export interface Resumer {
   /** With the thread's lease already held: resumes `paused` if it is still due, else lets the lease go. */
   resumeHeld(handle: LeaseHandle, paused: RunRecord, stream: ResumeStream): Promise<RunHandle | null>;
-  /** After a decision: resumes the run if this was its last pending approval and the thread can be had within `waitMs`. */
+  /** After a decision: resumes the run if the thread can be had within `waitMs`. */
   afterDecision(approval: ApprovalRecord, stream: ResumeStream, waitMs: number): Promise<ResumeOutcome>;
   onResumed(listener: ResumeListener): void;
 }
@@ -50,7 +48,7 @@ export function createResumer(ctx: RunsContext): Resumer {
     handOver(ctx.leases, handle, async () => {
       const [run, approvals] = await Promise.all([ctx.store.getRun(paused.run_id), ctx.store.listApprovals({ run_id: paused.run_id, limit: 100, offset: 0 })]);
       const deciding = lastDecided(approvals);
-      if (!run || run.status !== "awaiting_approval" || run.resumed_by !== null || !deciding || approvals.some((a) => a.status === "pending")) {
+      if (!run || run.status !== "awaiting_approval" || run.resumed_by !== null || !deciding) {
         await ctx.leases.release(handle);
         return null;
       }
@@ -85,8 +83,8 @@ export function createResumer(ctx: RunsContext): Resumer {
   return {
     resumeHeld,
     async afterDecision(approval, stream, waitMs) {
-      const pending = await ctx.store.listApprovals({ run_id: approval.run_id, status: "pending", limit: 1, offset: 0 });
-      if (pending.length > 0) return { kind: "waiting" };
+      // Every decision resumes the run (spec 3.1): it carries this call out and pauses again for
+      // the calls of its turn still pending.
       const handle = await ctx.leases.take(approval.thread_id, "resume", waitMs);
       if (!handle) return { kind: "queued" };
       const paused = await handOver(ctx.leases, handle, () => ctx.store.getRun(approval.run_id));

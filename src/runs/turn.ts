@@ -61,22 +61,23 @@ export async function startTurn(ctx: RunsContext, resumer: Resumer, input: TurnI
 }
 
 /**
- * Under the thread's lease: a pending approval refuses the message (409 approval_pending); a
- * paused run whose approvals are all decided (just now by expiry, or earlier by a person whose
- * resume lost the race for the lease) is resumed first, with this lease, and the message is
- * refused as busy.
+ * Under the thread's lease: a paused run with a decision to carry out (decided just now by
+ * expiry, or earlier by a person whose resume lost the race for the lease) is resumed first,
+ * with this lease, and the message is refused as busy; a pending approval refuses the message
+ * (409 approval_pending). Returns false when the lease went to the resumed run.
  */
 async function clearThread(ctx: RunsContext, resumer: Resumer, threadId: string, handle: LeaseHandle, logger: Logger): Promise<boolean> {
-  const blockers = await ctx.store.threadBlockers(threadId);
-  let due = blockers.due;
-  if (blockers.pending.length > 0) {
-    const fresh = await Promise.all(blockers.pending.map((a) => expireIfDue(ctx.decisions, a)));
-    const pending = fresh.filter((a) => a.status === "pending");
-    if (pending.length > 0)
-      throw new Refusal("approval_pending", "The thread waits for a decision on a gated call.", { approvals: pending.map((a) => publicApproval(a)) });
-    due ??= (await ctx.store.threadBlockers(threadId)).due;
+  let { pending, due } = await ctx.store.threadBlockers(threadId);
+  if (!due && pending.length > 0) {
+    const fresh = await Promise.all(pending.map((a) => expireIfDue(ctx.decisions, a, logger)));
+    pending = fresh.filter((a) => a.status === "pending");
+    if (pending.length < fresh.length) due = (await ctx.store.threadBlockers(threadId)).due;
   }
-  if (!due) return true;
-  await resumer.resumeHeld(handle, due, { emit: () => {}, logger, decider: null });
-  return false;
+  if (due) {
+    await resumer.resumeHeld(handle, due, { emit: () => {}, logger, decider: null });
+    return false;
+  }
+  if (pending.length > 0)
+    throw new Refusal("approval_pending", "The thread waits for a decision on a gated call.", { approvals: pending.map((a) => publicApproval(a)) });
+  return true;
 }

@@ -495,6 +495,32 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect(await listed({ thread_id: `${tag}-missing` })).toEqual([]);
       });
 
+      it("filters by the agent a call was asked through before cutting the page (a delegated reader's pages are full)", async () => {
+        const row = thread("ap-actor");
+        await store.createThread(row);
+        for (let i = 0; i < 6; i++)
+          await store.createApproval(approval(`act-${i}`, row.thread_id, { created_at: at(i), requester_actor: i % 2 === 0 ? "agent-a" : null }));
+        const page = (offset: number) =>
+          store.listApprovals({ thread_id: row.thread_id, requester_actor: "agent-a", limit: 2, offset }).then((rows) => rows.map((a) => a.approval_id));
+        expect(await page(0)).toEqual([`${tag}-ap-act-4`, `${tag}-ap-act-2`]);
+        expect(await page(2)).toEqual([`${tag}-ap-act-0`]);
+      });
+
+      it("moves a pending approval to the run that waits on it now, and never a decided one", async () => {
+        const row = thread("ap-move");
+        await store.createThread(row);
+        const a = approval("mv", row.thread_id, { run_id: `${tag}-run-first` });
+        const b = approval("mv2", row.thread_id, { run_id: `${tag}-run-first` });
+        await store.createApproval(a);
+        await store.createApproval(b);
+        await store.moveApproval(a.approval_id, `${tag}-run-second`);
+        expect(await store.getApproval(a.approval_id)).toEqual({ ...a, run_id: `${tag}-run-second` });
+        expect(await store.listApprovals({ run_id: `${tag}-run-second`, limit: 10, offset: 0 })).toEqual([{ ...a, run_id: `${tag}-run-second` }]);
+        await store.decideApproval(b.approval_id, decision);
+        await store.moveApproval(b.approval_id, `${tag}-run-second`);
+        expect((await store.getApproval(b.approval_id))!.run_id).toBe(`${tag}-run-first`);
+      });
+
       it("records a decision once under 20 concurrent deciders, dropping the shown call when asked", async () => {
         const row = thread("ap2");
         await store.createThread(row);
@@ -723,10 +749,13 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         const a4 = approval("4", row.thread_id, { run_id: paused.run_id, created_at: at(4) });
         for (const a of [a1, a2, a3, a4, approval("5", other.thread_id, { run_id: `${tag}-run-o` })]) await store.createApproval(a);
         await store.decideApproval(a4.approval_id, decision);
-        expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [a2, a3, a1], due: null });
+        const blockers = await store.threadBlockers(row.thread_id);
+        expect(blockers.pending).toEqual([a2, a3, a1]);
+        // the decided one makes its run due: each decision resumes the run
+        expect(blockers.due).toEqual(paused);
       });
 
-      it("names the paused run once every approval is decided, until it is resumed", async () => {
+      it("names the paused run as soon as one of its approvals is decided, until it is resumed", async () => {
         const row = thread("due");
         await store.createThread(row);
         const paused = run("p", row.thread_id, { status: "awaiting_approval", metadata: { k: "v" }, usage: { input_tokens: 5, output_tokens: 6 } });
@@ -739,13 +768,19 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [a2, a1], due: null });
 
         const a1d = (await store.decideApproval(a1.approval_id, decision))!;
-        expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [a2], due: null });
+        expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [a2], due: paused });
         expect(a1d.status).toBe("approved");
 
-        await store.decideApproval(a2.approval_id, decided("expired"));
-        expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [], due: paused });
-
+        // The resumed run carried a1 out and waits on a2 now: a2 moves to it.
         expect(await store.markResumed(paused.run_id, `${tag}-run-next`)).toBe(true);
+        const next = run("next", row.thread_id, { status: "awaiting_approval", created_at: at(5) });
+        await store.createRun(next);
+        await store.moveApproval(a2.approval_id, next.run_id);
+        expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [{ ...a2, run_id: next.run_id }], due: null });
+
+        await store.decideApproval(a2.approval_id, decided("expired"));
+        expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [], due: next });
+        expect(await store.markResumed(next.run_id, `${tag}-run-last`)).toBe(true);
         expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [], due: null });
       });
 
@@ -782,15 +817,15 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         return record;
       };
 
-      it("lists paused runs whose approvals are all decided and that none resumed, oldest first, up to the limit", async () => {
+      it("lists paused runs with a decided approval that none resumed, oldest first, up to the limit", async () => {
         // Not due, and older than the due ones: listed first if they were wrongly taken.
-        await pausedRun("pending", 0, ["approved", "pending"]);
+        await pausedRun("pending", 0, ["pending", "pending"]);
         await pausedRun("asked-nothing", 0, []);
         await pausedRun("resumed", 0, ["approved"], { resumed_by: `${tag}-run-x` });
         await pausedRun("ok", 0, ["approved"], { status: "ok" });
         await pausedRun("running", 0, ["approved"], { status: "running" });
         await pausedRun("error", 0, ["rejected"], { status: "error" });
-        const d1 = await pausedRun("d1", 30, ["approved"]);
+        const d1 = await pausedRun("d1", 30, ["approved", "pending"]);
         const d2 = await pausedRun("d2", 10, ["approved", "rejected", "expired"]);
         const d3 = await pausedRun("d3", 20, ["expired"]);
 
@@ -803,8 +838,8 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect(await store.dueRuns(2)).toEqual([d3, d1]);
       });
 
-      it("takes a run once its last pending approval is decided", async () => {
-        const record = await pausedRun("late", 5, ["approved", "pending"]);
+      it("takes a run once any of its approvals is decided", async () => {
+        const record = await pausedRun("late", 5, ["pending", "pending"]);
         expect(ids(ofTag(await store.dueRuns(1_000)))).toEqual([]);
         await store.decideApproval(`${tag}-ap-late-1`, decided("rejected"));
         expect(ofTag(await store.dueRuns(1_000))).toEqual([record]);
@@ -916,6 +951,18 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
     });
 
     describe("tasks", () => {
+      it("stores U+0000 in task text as U+FFFD, on create and on update (spec 2.5)", async () => {
+        const row = thread("t-nul");
+        await store.createThread(row);
+        const created = task("nul", row.thread_id, { status_parts: [{ kind: "text", text: "a\u0000b" }], artifacts: [{ artifactId: "x", name: "response", parts: [{ kind: "text", text: "\u0000" }] }] });
+        await store.createTask(created);
+        const read = (await store.getTask(created.task_id))!;
+        expect(read.status_parts).toEqual([{ kind: "text", text: "a\ufffdb" }]);
+        expect(read.artifacts[0]!.parts).toEqual([{ kind: "text", text: "\ufffd" }]);
+        await store.updateTask(created.task_id, { status_parts: [{ kind: "data", data: { note: "x\u0000" } }], updated_at: at(3) });
+        expect((await store.getTask(created.task_id))!.status_parts).toEqual([{ kind: "data", data: { note: "x\ufffd" } }]);
+      });
+
       it("creates, reads and patches a task", async () => {
         const row = thread("t");
         await store.createThread(row);

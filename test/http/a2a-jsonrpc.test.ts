@@ -545,14 +545,14 @@ describe("approvals over A2A (spec 4.5)", () => {
   };
   const decision = (ap: Json, extra: Json) => message10([{ data: { approval_id: ap.approval_id, decision: "approve", digest: ap.digest } }], extra);
 
-  it("two parallel gated calls decided one by one on the task: the task waits for the second, then completes; each call sent once", async () => {
+  it("two parallel gated calls decided one by one on the task: the first decision sends its call and the task waits for the second, then completes; each call sent once", async () => {
     const a = await approvalApp();
     const { t, first, second } = await twoCalls(a);
     await rpc(a, "SendMessage", decision(first, { taskId: t.id }));
     const waiting = (await getTask(a, t.id)).result;
     expect(waiting.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(statusData(waiting).find((d: Json) => d.type === "approval_request").approvals.map((x: Json) => x.approval_id)).toEqual([second.approval_id]);
-    expect(hits).toHaveLength(0);
+    expect(hits).toHaveLength(1);
     const body2 = await rpc(a, "SendMessage", decision(second, { taskId: t.id }));
     expect(body2.result.task.status.state).toBe("TASK_STATE_COMPLETED");
     expect(hits).toHaveLength(2);

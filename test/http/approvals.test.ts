@@ -4,6 +4,7 @@ import { defineTool } from "../../src/index.js";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import type { Store } from "../../src/store/ports.js";
+import type { JsonValue } from "../../src/json.js";
 import { answerText, chat, get, KEY, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
 import { recordingUpstream } from "../support/upstream.js";
 
@@ -220,7 +221,7 @@ describe("deciding", () => {
 
 describe("redaction", () => {
   it("a tool-level redact list masks exactly like a call-level one (CONTRACT 2, spec 2.3)", async () => {
-    const body = (args: Record<string, unknown>) => ({ item: args.item ?? "book", card: args.card ?? "4111" });
+    const body = (args: Record<string, JsonValue>) => ({ item: args.item ?? "book", card: args.card ?? "4111" });
     const toolLevel = defineTool({
       name: "create_order",
       description: "creates an order",
@@ -314,18 +315,30 @@ apis:
 });
 
 describe("several gated calls in one turn", () => {
-  it("produce several approvals; the run resumes after the last decision, mixed outcomes each applied", async () => {
+  it("produce several approvals; each decision resumes the run: the approved call is sent and the run pauses again for the one still waiting (spec 3.1, 4.3)", async () => {
     const a = await app();
     const end = await pause(a, '/call create_order {"item":"a"}\n/call delete_order {"id":"7"}');
     expect(end.approvals).toHaveLength(2);
     const [create, del] = end.approvals as { approval_id: string }[];
     const first = await decide(a, "t1", create!.approval_id, { decision: "approve" });
-    expect(first.headers.get("content-type")).toMatch(/json/);
-    expect(await first.json()).toMatchObject({ resumed: false, pending: [{ approval_id: del!.approval_id }] });
-    expect(hits).toHaveLength(0);
+    expect(first.headers.get("content-type")).toMatch(/event-stream/);
+    const resumed = parseSse(await first.text());
+    expect(resumed[0]).toMatchObject({ event: "message.start", data: { approval_id: create!.approval_id, decision: "approve" } });
+    // the approved call is sent and its result streamed; the run waits again for the other one
+    expect(resumed.filter((e) => e.event === "tool.result").map((e) => e.data.name)).toEqual(["create_order"]);
+    expect(hits.map((h) => h.method)).toEqual(["POST"]);
+    const again = resumed.at(-1)!;
+    expect(again).toMatchObject({ event: "message.end", data: { status: "awaiting_approval" } });
+    expect((again.data.approvals as { approval_id: string }[]).map((x) => x.approval_id)).toEqual([del!.approval_id]);
+    const waiting = (await store.getApproval(del!.approval_id))!;
+    expect(waiting.run_id).toBe(again.data.run_id);
+    // the thread still waits for a decision
+    expect((await chat(a, { message: "next", thread_id: "t1" })).res.status).toBe(409);
+
     const last = await decide(a, "t1", del!.approval_id, { decision: "reject" });
     const events = parseSse(await last.text());
-    expect(events.filter((e) => e.event === "tool.result")).toHaveLength(2);
+    expect(events.filter((e) => e.event === "tool.result").map((e) => [e.data.name, e.data.is_error])).toEqual([["delete_order", true]]);
+    expect(events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
     expect(hits.map((h) => h.method)).toEqual(["POST"]);
   });
 });

@@ -932,10 +932,12 @@ describe("custom auth policy through createApp({ authPolicy })", () => {
   });
 
   it("answers 500 when authenticate returns a non-string id or throws a plain error", async () => {
-    await startCustom({ authenticate: (r) => (r.headers.get("authorization") === "Bearer boom" ? Promise.reject(new Error("db down: secret-conn-string")) : { id: 42 as never }) });
+    await startCustom({ authenticate: (r) => (r.headers.get("authorization") === "Bearer boom" ? Promise.reject(new Error("db down: postgres://svc:secret-conn-string@db/users")) : { id: 42 as never }) });
     await expect500(app!, "num");
     await expect500(app!, "boom");
-    expect(app!.rawLogs.join("\n")).not.toContain("secret-conn-string"); // outside dev the message is not logged
+    // The message is logged under the error id so an operator can act on it, secrets masked.
+    expect(app!.logs.some((l) => l.detail === "Error: db down: postgres://svc:<redacted>@db/users")).toBe(true);
+    expect(app!.rawLogs.join("\n")).not.toContain("secret-conn-string");
   });
 
   it("applies the delegation rules to a custom policy's actor (403 unless allowed; lent roles only)", async () => {

@@ -50,15 +50,16 @@ export function approvalRoutes({ store, runs, settings, requireAuth }: { store: 
     .get("/approvals", requireAuth("approval.read"), async (c) => {
       const caller = c.get("caller");
       const q = parseOrThrow(listApprovalsQuery, c.req.query(), "query");
+      // A delegated reader sees only what it asked for: filtered in the store, before the page is cut.
+      const actor = caller.principal.actor?.id;
       const rows = await store.listApprovals({
         limit: q.limit,
         offset: q.offset,
         ...(q.status ? { status: q.status } : {}),
+        ...(actor !== undefined ? { requester_actor: actor } : {}),
         ...(caller.readAcross ? {} : { visibleTo: { requester: caller.hash, roles: decidingRoles(caller) } }),
       });
-      const actor = caller.principal.actor?.id;
-      const visible = actor === undefined ? rows : rows.filter((a) => a.requester_actor === actor);
-      return c.json((await fresh(visible, c.get("logger"))).map((a) => view(caller, a, a.requester === caller.hash)));
+      return c.json((await fresh(rows, c.get("logger"))).map((a) => view(caller, a, a.requester === caller.hash)));
     })
     .post("/threads/:thread_id/approvals/:approval_id", requireAuth("approval.decide"), async (c) => {
       const caller = c.get("caller");

@@ -2,6 +2,7 @@
 import type { ListTasksQuery, TaskRecord } from "../records/task.js";
 import type { ApprovalRecord, ListApprovalsQuery } from "../records/approval.js";
 import { LeaseLost } from "../../errors.js";
+import { hasNul, withoutNul } from "../../json.js";
 import type { ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
 
 interface ThreadEntry {
@@ -29,12 +30,9 @@ export function createMemoryStore(): Store {
     entry.row = { ...entry.row, updated_at: at };
   };
   const approvalsOfRun = (runId: string) => [...approvals.values()].filter((a) => a.run_id === runId);
-  /** Paused, every approval decided, not resumed yet. */
-  const isDue = (run: RunRecord) => {
-    if (run.status !== "awaiting_approval" || run.resumed_by !== null) return false;
-    const asked = approvalsOfRun(run.run_id);
-    return asked.length > 0 && asked.every((a) => a.status !== "pending");
-  };
+  /** Paused, with a decided approval, not resumed yet. */
+  const isDue = (run: RunRecord) =>
+    run.status === "awaiting_approval" && run.resumed_by === null && approvalsOfRun(run.run_id).some((a) => a.status !== "pending");
   const newestFirst = (a: ApprovalRecord, b: ApprovalRecord) =>
     a.created_at === b.created_at ? (a.approval_id < b.approval_id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1;
 
@@ -78,6 +76,10 @@ export function createMemoryStore(): Store {
       if (!run || run.resumed_by !== null) return false;
       runs.set(runId, { ...run, resumed_by: by });
       return true;
+    },
+    async moveApproval(approvalId, runId) {
+      const a = approvals.get(approvalId);
+      if (a && a.status === "pending") approvals.set(approvalId, { ...a, run_id: runId });
     },
     async findApproval(threadId, toolCallId, digest) {
       for (const a of approvals.values()) if (a.thread_id === threadId && a.internal.tool_call_id === toolCallId && a.digest === digest) return a;
@@ -158,6 +160,7 @@ export function createMemoryStore(): Store {
         if (query.thread_id !== undefined && a.thread_id !== query.thread_id) continue;
         if (query.run_id !== undefined && a.run_id !== query.run_id) continue;
         if (query.status !== undefined && a.status !== query.status) continue;
+        if (query.requester_actor !== undefined && a.requester_actor !== query.requester_actor) continue;
         const v = query.visibleTo;
         if (v && a.requester !== v.requester && !v.roles.some((r) => a.approvers.includes(`role:${r}`))) continue;
         out.push(a);
@@ -194,15 +197,16 @@ export function createMemoryStore(): Store {
     async dueApprovals(now) {
       return [...approvals.values()].filter((a) => a.status === "pending" && a.expires_at <= now);
     },
+    // Stored task text holds U+FFFD in place of U+0000 (spec 2.5), as in PostgreSQL.
     async createTask(task) {
-      tasks.set(task.task_id, task);
+      tasks.set(task.task_id, hasNul(task) ? withoutNul(task) : task);
     },
     async getTask(taskId) {
       return tasks.get(taskId) ?? null;
     },
     async updateTask(taskId, patch) {
       const t = tasks.get(taskId);
-      if (t) tasks.set(taskId, { ...t, ...patch });
+      if (t) tasks.set(taskId, { ...t, ...(hasNul(patch) ? withoutNul(patch) : patch) });
     },
     async listTasks(q: ListTasksQuery) {
       return [...tasks.values()]

@@ -21,6 +21,12 @@ export interface ApprovalStore {
   /** The approval a tool call asked for with this digest (the same call made again), or null. */
   findApproval(threadId: string, toolCallId: string, digest: string): Promise<ApprovalRecord | null>;
 
+  /**
+   * A pending approval now waited on by another run: a run resumed after a decision on one call of
+   * its turn pauses again for the calls still pending, which move to it (only while pending).
+   */
+  moveApproval(approvalId: string, runId: string): Promise<void>;
+
   /** Records that an approved call's sending was cut off before its answer came (outcome unknown). */
   markOutcomeUnknown(approvalId: string): Promise<void>;
 }

@@ -83,11 +83,12 @@ export interface RunStore {
 
   /**
    * What stands before a new run on the thread, in one read: its pending approvals (newest
-   * first) and the paused run that is due to resume (every approval decided, not yet resumed).
+   * first) and the paused run that is due to resume (at least one of its approvals decided, not
+   * yet resumed: each decision resumes the run, which pauses again for the calls still pending).
    */
   threadBlockers(threadId: string): Promise<{ pending: ApprovalRecord[]; due: RunRecord | null }>;
 
-  /** Paused runs due to resume (every approval decided, none resumed), oldest first. */
+  /** Paused runs due to resume (at least one approval decided, not yet resumed), oldest first. */
   dueRuns(limit: number): Promise<RunRecord[]>;
 
   /**

@@ -15,6 +15,9 @@ export function createApprovalStore(sql: Sql, guard: Guard): ApprovalStore {
         VALUES (${a.approval_id}, ${a.thread_id}, ${a.run_id}, ${a.status}, ${a.requester}, ${a.requester_actor},
                 ${sql.array([...a.approvers])}, ${a.created_at}, ${a.expires_at}, ${json(shown)}, ${json(internal)})`;
     }),
+    moveApproval: (id, runId) => guard(async () => {
+      await sql`UPDATE approvals SET run_id = ${runId}, shown = shown || ${sql.json({ run_id: runId } as never)} WHERE approval_id = ${id} AND status = 'pending'`;
+    }),
     getApproval: (id) => guard(async () => {
       const [r] = await sql`SELECT shown, internal FROM approvals WHERE approval_id = ${id}`;
       return r ? approvalOf(r) : null;
@@ -27,6 +30,7 @@ export function createApprovalStore(sql: Sql, guard: Guard): ApprovalStore {
         WHERE (${q.thread_id ?? null}::text IS NULL OR thread_id = ${q.thread_id ?? null})
           AND (${q.run_id ?? null}::text IS NULL OR run_id = ${q.run_id ?? null})
           AND (${q.status ?? null}::text IS NULL OR status = ${q.status ?? null})
+          AND (${q.requester_actor ?? null}::text IS NULL OR requester_actor = ${q.requester_actor ?? null})
           AND (${v ? 1 : 0}::int = 0 OR requester = ${v?.requester ?? ""} OR approvers && ${sql.array(roles)}::text[])
         ORDER BY created_at DESC, approval_id DESC LIMIT ${q.limit} OFFSET ${q.offset}`;
       return rows.map(approvalOf);

@@ -6,32 +6,13 @@ import type { ApprovalRecord } from "../records/approval.js";
 import type { TaskRecord } from "../records/task.js";
 import type { RunRecord, ThreadRow } from "../ports.js";
 import type { Sql } from "./connect.js";
+import { hasNul, withoutNul } from "../../json.js";
+
+export { withoutNul };
 
 export type Row = Record<string, unknown>;
 
 export const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString().replace("Z", "+00:00"));
-
-/** U+0000 cannot be stored in text or jsonb: replaced by U+FFFD everywhere in a value. */
-export function withoutNul<T>(value: T): T {
-  if (typeof value === "string") return (value.includes("\u0000") ? value.replace(/\u0000/g, "\ufffd") : value) as T;
-  if (Array.isArray(value)) return value.map(withoutNul) as T;
-  if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[withoutNul(k)] = withoutNul(v);
-    return out as T;
-  }
-  return value;
-}
-
-/** Whether a value holds U+0000 anywhere (a walk without copies: withoutNul copies). */
-export function hasNul(value: unknown): boolean {
-  if (typeof value === "string") return value.includes("\u0000");
-  if (Array.isArray(value)) return value.some(hasNul);
-  if (value && typeof value === "object") {
-    for (const k in value) if (k.includes("\u0000") || hasNul((value as Record<string, unknown>)[k])) return true;
-  }
-  return false;
-}
 
 /** A value as a jsonb parameter, without U+0000 (copied only when it holds one). */
 export const jsonb = (sql: Sql) => (v: unknown) => sql.json((hasNul(v) ? withoutNul(v) : v) as never);

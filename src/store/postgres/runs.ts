@@ -14,10 +14,9 @@ import { fenceOn, releaseLeases, takeLease, takeLeases } from "./lease.js";
 import { approvalOf, jsonb, runOf, threadOf, type Row } from "./rows.js";
 import { appendFenced, insertMessages, insertThreads, threadMessages, threadRow } from "./threads.js";
 
-/** A paused run every approval of which is decided and that no run resumed yet (alias r). */
+/** A paused run with a decided approval that no run resumed yet (alias r). */
 const DUE = `r.status = 'awaiting_approval' AND r.resumed_by IS NULL
-  AND EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.run_id)
-  AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.run_id AND a.status = 'pending')`;
+  AND EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.run_id AND a.status <> 'pending')`;
 
 interface Claim {
   readonly row: ThreadRow;

@@ -77,6 +77,8 @@ export interface ListApprovalsQuery {
   readonly thread_id?: string;
   readonly run_id?: string;
   readonly status?: ApprovalStatus;
+  /** Only approvals asked through this agent (a delegated reader), filtered before the page is cut. */
+  readonly requester_actor?: string;
   readonly limit: number;
   readonly offset: number;
   /** Visible when any of these holds; omitted means every approval (read-across). */
