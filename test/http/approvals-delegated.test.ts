@@ -1,18 +1,11 @@
 /** GET /approvals for a delegated caller (spec 4.3): only what its agent asked for, in full pages. */
 import { afterEach, describe, expect, it } from "vitest";
-import { ACTIONS, type Principal } from "../../src/index.js";
 import { makeApp, parseSse, type TestApp } from "../helpers.js";
 import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
+import { actor, bearerWordPolicy } from "./support/principals.js";
 
-const person = (actor: string | null): Principal => ({
-  id: "u1",
-  roles: [],
-  permissions: new Set(ACTIONS),
-  attributes: {},
-  credentials: {},
-  actor: actor ? { id: actor, chain: [], client: null } : null,
-});
-const authPolicy = { authenticate: (r: Request) => person(r.headers.get("authorization") === "Bearer agent" ? "agent-a" : null) };
+// One user, u1: calling directly ("user"), or through agent-a ("agent").
+const authPolicy = bearerWordPolicy({ user: { id: "u1" }, agent: { id: "u1", actor: actor("agent-a") } });
 const as = (who: string, path: string, body?: unknown) =>
   new Request(`http://test${path}`, {
     method: body === undefined ? "GET" : "POST",
