@@ -21,6 +21,10 @@ export interface Started {
   readonly done: Promise<TaskRecord>;
 }
 
+/** What a canceled task shows (as CancelTask stores it). */
+export const CANCELED = { state: "canceled", status_parts: [], run_id: null } as const satisfies Partial<TaskRecord>;
+const canceledTask = (task: TaskRecord): TaskRecord => ({ ...task, ...CANCELED });
+
 /** A task that is already final (failed, refused, or left waiting without a run). */
 export const settled = (task: TaskRecord): Started => ({ task, done: Promise.resolve(task) });
 
@@ -46,10 +50,12 @@ export function createRunBridge({ tasks, live }: { tasks: TaskBook; live: LiveTa
     }
     if ("task_id" in run) return settled(run);
     entry.run = run;
-    const withRun = await tasks.update(task, { run_id: run.runId });
+    // CancelTask came while the run was starting (the task is stored canceled): stop it now.
+    if (entry.canceled) run.cancel();
+    const withRun = entry.canceled ? canceledTask(task) : await tasks.update(task, { run_id: run.runId });
     const done = run.done.then(() => {
       const outcome = answer.end();
-      return tasks.update(withRun, entry.canceled ? { state: "canceled", status_parts: [], run_id: null } : taskFields(outcome, answer.artifactId));
+      return tasks.update(withRun, entry.canceled ? CANCELED : taskFields(outcome, answer.artifactId));
     });
     return { task: withRun, done };
   }

@@ -4,6 +4,7 @@
  * the JSON-RPC envelope around them; nothing here knows about HTTP.
  */
 import type { JsonValue } from "../json.js";
+import { CANCELED } from "./bridge.js";
 import { EventQueue } from "./event-queue.js";
 import { ERR, RpcError } from "./jsonrpc.js";
 import type { LiveTasks } from "./live.js";
@@ -99,7 +100,7 @@ export function createHandler({ tasks, live, start }: { tasks: TaskBook; live: L
         entry.canceled = true;
         entry.run?.cancel();
       }
-      return wireTask(await tasks.update(t, { state: "canceled", status_parts: [], run_id: null }), ctx.version);
+      return wireTask(await tasks.update(t, CANCELED), ctx.version);
     },
 
     /** Only a run of this process can be followed (-32004 otherwise, spec 4.5). */

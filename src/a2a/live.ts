@@ -14,7 +14,7 @@ export interface LiveTask {
   run: RunHandle | undefined;
   /** The run's id, from its first event: known before `run` is (a short run may end first). */
   runId: string | undefined;
-  /** CancelTask came: the run's end stores the task canceled. */
+  /** CancelTask came: a run still starting is stopped as it starts; the run's end stores the task canceled. */
   canceled: boolean;
   readonly listeners: Set<Listener>;
   /**

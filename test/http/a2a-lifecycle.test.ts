@@ -65,24 +65,32 @@ describe("A2A task retention and lost processes", () => {
   });
 });
 
+/**
+ * A memory store whose claimThread waits for `release`: a run's start is held where it claims the
+ * thread, so the task exists and is live with no run yet. `claiming` says the hold was reached.
+ */
+function heldClaims() {
+  const inner = createMemoryStore();
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let reached = false;
+  const store: Store = {
+    ...inner,
+    claimThread: async (...args) => {
+      reached = true;
+      await held;
+      return inner.claimThread(...args);
+    },
+  };
+  return { store, release, claiming: () => reached };
+}
+
 describe("A2A live tasks", () => {
   it("a subscriber arriving after the task is created but before its run starts gets the final task", async () => {
-    // The run's start is held where it claims the thread: the task exists and is live, no run yet.
-    const inner = createMemoryStore();
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let claiming = false;
-    const store: Store = {
-      ...inner,
-      claimThread: async (...args) => {
-        claiming = true;
-        await held;
-        return inner.claimThread(...args);
-      },
-    };
+    const { store, release, claiming } = heldClaims();
     app = await makeApp({}, { store });
     const sending = call(app, "SendStreamingMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "early bird" }] } });
-    await waitFor(() => claiming);
+    await waitFor(claiming);
     const id = ((await rpc(app, "ListTasks", {})).result!.tasks as { id: string }[])[0]!.id;
     const sub = await call(app, "SubscribeToTask", { id });
     expect(sub.status).toBe(200);
@@ -91,5 +99,22 @@ describe("A2A live tasks", () => {
     const events = parseSse(await within(3_000, "the subscriber still waits for the final task", sub.text())).map((e) => e.data);
     expect(events[0]!.result.task.id).toBe(id);
     expect(events.at(-1)!.result.statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
+  it("CancelTask arriving before the run started cancels the run as soon as it starts", async () => {
+    const { store, release, claiming } = heldClaims();
+    app = await makeApp({}, { store });
+    const sending = rpc(app, "SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "/sleep 3000\ntoo late" }] } });
+    await waitFor(claiming);
+    const task = ((await rpc(app, "ListTasks", {})).result!.tasks as { id: string; contextId: string }[])[0]!;
+    const canceled = (await rpc(app, "CancelTask", { id: task.id })) as { result?: { status: { state: string } } };
+    expect(canceled.result!.status.state).toBe("TASK_STATE_CANCELED");
+    release();
+    // The run (sleeping 3 s before it answers) is stopped as it starts, not left to its end.
+    const final = (await within(1_500, "the run went on after its task was canceled", sending)) as { result?: { task?: { status: { state: string } } } };
+    expect(final.result!.task!.status.state).toBe("TASK_STATE_CANCELED");
+    expect(((await rpc(app, "GetTask", { id: task.id })).result as { status: { state: string } }).status.state).toBe("TASK_STATE_CANCELED");
+    const messages = (await (await app.fetch(new Request(`http://test/threads/${task.contextId}/messages`, { headers: { Authorization: `Bearer ${KEY}` } }))).json()) as { content: string }[];
+    expect(messages.map((m) => m.content)).not.toContain("echo: too late");
   });
 });
