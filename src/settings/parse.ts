@@ -48,6 +48,8 @@ export function parseSettings(env: Env): Settings {
   // The DSN holds a password: a bad one is named, never shown.
   if (ok("SQLDB_DSN") && raw.SQLDB_DSN && !isPostgresUrl(raw.SQLDB_DSN))
     add("SQLDB_DSN", "is not a postgres:// or postgresql:// URL with a host");
+  else if (ok("SQLDB_DSN") && raw.SQLDB_DSN && !SSL_MODES.has(new URL(raw.SQLDB_DSN).searchParams.get("sslmode") ?? "disable"))
+    add("SQLDB_DSN", "has an sslmode other than disable, allow, prefer, require, verify-ca or verify-full");
   if (ok("DB_POOL_MIN_SIZE", "DB_POOL_MAX_SIZE") && raw.DB_POOL_MIN_SIZE > raw.DB_POOL_MAX_SIZE)
     add("DB_POOL_MIN_SIZE", "must not exceed DB_POOL_MAX_SIZE");
   if (ok("AUTH_JWT_JWKS_URL", "AUTH_JWT_PUBLIC_KEY") && raw.AUTH_JWT_JWKS_URL && raw.AUTH_JWT_PUBLIC_KEY)
@@ -77,6 +79,8 @@ export function parseSettings(env: Env): Settings {
     notes,
   });
 }
+
+const SSL_MODES = new Set(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]);
 
 function isPostgresUrl(value: string): boolean {
   if (!URL.canParse(value)) return false;

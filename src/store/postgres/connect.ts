@@ -42,9 +42,25 @@ export interface ConnectOptions {
   readonly onHealth?: (up: boolean) => void;
 }
 
+/** libpq's sslmode values, as the driver takes them (verify-ca: a trusted chain, any host name). */
+const SSL_MODES: Record<string, postgres.Options<{}>["ssl"]> = {
+  disable: false,
+  allow: "allow",
+  prefer: "prefer",
+  require: "require",
+  "verify-ca": { rejectUnauthorized: true, checkServerIdentity: () => undefined },
+  "verify-full": "verify-full",
+};
+
+/**
+ * The DSN's parts, and its query parameters as libpq reads them: `sslmode`, `connect_timeout`
+ * (seconds), `application_name`; any other parameter is a server setting sent at connection
+ * start (`?search_path=app`, `?TimeZone=UTC`). The service's own statement and lock timeouts win.
+ */
 export function connect(options: ConnectOptions): Sql {
   const url = new URL(options.dsn);
-  const ssl = url.searchParams.get("sslmode");
+  const params = Object.fromEntries(url.searchParams);
+  const { sslmode, connect_timeout: connectTimeout, application_name: applicationName, ...serverSettings } = params;
   const password = url.password ? decodeURIComponent(url.password) : "";
   return postgres({
     host: url.hostname || "localhost",
@@ -53,20 +69,26 @@ export function connect(options: ConnectOptions): Sql {
     username: decodeURIComponent(url.username) || "postgres",
     // A function, so an empty password never falls back to PGPASSWORD.
     password: () => password,
-    ssl: ssl === "require" || ssl === "verify-full" ? (ssl === "verify-full" ? "verify-full" : "require") : false,
+    ssl: SSL_MODES[sslmode ?? "disable"] ?? false,
     max: options.max,
     idle_timeout: 30,
-    connect_timeout: 2,
+    connect_timeout: connectTimeout && Number(connectTimeout) > 0 ? Number(connectTimeout) : 2,
     prepare: true,
     onnotice: () => {},
     connection: {
-      application_name: "agent-service",
+      ...serverSettings,
+      application_name: applicationName ?? "agent-service",
       statement_timeout: STATEMENT_TIMEOUT_MS,
       lock_timeout: LOCK_TIMEOUT_MS,
       ...(options.schema ? { search_path: options.schema } : {}),
     },
     transform: { undefined: null },
   });
+}
+
+/** DB_POOL_MIN_SIZE: that many connections are opened at start, so the first requests find them. */
+export async function warm(sql: Sql, min: number): Promise<void> {
+  if (min > 0) await Promise.all(Array.from({ length: min }, () => sql`SELECT 1`));
 }
 
 /**

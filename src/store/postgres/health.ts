@@ -41,9 +41,22 @@ export function isCancelledStatement(error: unknown): boolean {
   return typeof code === "string" && CANCELLED_CODES.has(code);
 }
 
+/**
+ * The server refused the connection itself: a login it does not accept, a role or database that
+ * does not exist. The service cannot work until an operator fixes SQLDB_DSN or the server, so it
+ * answers 503 like an outage, and the log says what the server said (it names the role or the
+ * database, never the password).
+ */
+const REFUSED_LOGIN_CODES = new Set(["28P01", "28000", "3D000", "42501", "53300"]);
+
 export function isConnectionError(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  return typeof code === "string" && CONNECTION_CODES.has(code);
+  return typeof code === "string" && (CONNECTION_CODES.has(code) || REFUSED_LOGIN_CODES.has(code));
+}
+
+function refusedLogin(error: unknown): string | undefined {
+  const e = error as { code?: unknown; message?: unknown };
+  return typeof e.code === "string" && REFUSED_LOGIN_CODES.has(e.code) && typeof e.message === "string" ? e.message : undefined;
 }
 
 export function createGuard(logger: Logger, onHealth: (up: boolean) => void): Guard & { readonly up: boolean } {
@@ -76,7 +89,9 @@ export function createGuard(logger: Logger, onHealth: (up: boolean) => void): Gu
       if (up) {
         up = false;
         onHealth(false);
-        logger.warning("database unreachable", { error_code: String((error as { code?: unknown }).code) });
+        const refused = refusedLogin(error);
+        if (refused) logger.warning("database refused the connection", { error_code: String((error as { code?: unknown }).code), reason: refused });
+        else logger.warning("database unreachable", { error_code: String((error as { code?: unknown }).code) });
       }
       throw new DatabaseUnavailable({ cause: error });
     } finally {

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "../../observability/logger.js";
 import type { Store, ThreadLease } from "../ports.js";
-import { connect, migrate } from "./connect.js";
+import { connect, migrate, warm } from "./connect.js";
 import { createGuard, type Guard } from "./health.js";
 import { createPostgresLease, markLostRuns } from "./lease.js";
 import { createPostgresStore } from "./store.js";
@@ -38,7 +38,7 @@ export async function openPostgres(options: {
       return work();
     });
   // Down at startup: the guard has logged it once; requests answer 503 until it answers.
-  await guard(async () => {}).catch(() => {});
+  await guard(() => warm(sql, Math.min(options.min, options.max))).catch(() => {});
   return {
     store: { ...createPostgresStore(sql, guard, options.logger), markLostRuns: (graceMs: number) => markLostRuns(sql, guard, graceMs) },
     lease: createPostgresLease(sql, guard),
