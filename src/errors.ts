@@ -25,6 +25,7 @@ export type ErrorCode =
   | "configuration"
   | "unauthorized"
   | "lease_lost"
+  | "recursion_limit"
   | "conflict"
   | "gone"
   | "payload_too_large"

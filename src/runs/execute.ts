@@ -10,7 +10,7 @@ import type { Caller } from "../auth/caller.js";
 import { publicPrincipal } from "../auth/principal.js";
 import { framingFor } from "./delegation.js";
 import { isoTime } from "../clock.js";
-import { hasCode, isAppError } from "../errors.js";
+import { AppError, hasCode, isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import { errorDetail } from "../observability/redact.js";
 import { noPolicyClient } from "../policy/types.js";
@@ -19,6 +19,14 @@ import type { RunsContext } from "./context.js";
 
 /** Why a run was stopped from outside its loop. */
 type StopKind = "timeout" | "cancelled" | "interrupted" | "lease_lost";
+
+/** The step limit was hit and the closing reply could not be written (SSE `recursion_limit`). */
+class ClosingReplyLost extends AppError {
+  constructor(options: { cause: unknown }) {
+    super("recursion_limit", "The step limit was reached and the closing reply could not be written.", options);
+    this.name = "ClosingReplyLost";
+  }
+}
 
 class RunStopped extends Error {
   constructor(readonly kind: StopKind) {
@@ -210,7 +218,11 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       const at = isoTime(clock.now());
       const latency = Math.round(performance.now() - started);
       const end = { status: result.status, error_type: null, error_id: null, usage, updated_at: at, ended_at: at, latency_ms: latency };
-      await store.finishRun(runId, end, { messages: result.final, at }, lease, ctx.leases.port);
+      await store.finishRun(runId, end, { messages: result.final, at }, lease, ctx.leases.port).catch((error: unknown) => {
+        // Spec 7.2: the step limit was hit and its closing reply could not be written.
+        if (result.status === "step_limit" && !hasCode(error, "lease_lost")) throw new ClosingReplyLost({ cause: error });
+        throw error;
+      });
       run.finished = true;
     }
     const waiting = result.status === "awaiting_approval" ? await pendingApprovals(ctx, runId) : [];
@@ -320,6 +332,11 @@ function failed(
     logger.warning("run failed: database unreachable", { error_id: errorId });
     emit(errorEvent("unavailable", `The database is unreachable. Reference: ${errorId}.`, errorId, runId));
     return { status: "error", errorType: (error as Error).name, errorId };
+  }
+  if (hasCode(error, "recursion_limit")) {
+    logger.warning("the closing reply of a run at its step limit was not written", { error_id: errorId, ...errorDetail((error as Error).cause) });
+    emit(errorEvent("recursion_limit", `The run reached its step limit and its closing reply could not be saved. Reference: ${errorId}.`, errorId, runId));
+    return { status: "step_limit", errorType: (error as Error).name, errorId };
   }
   if (hasCode(error, "invalid_structured_response")) {
     logger.warning("no answer fitted the response schema", { error_id: errorId });

@@ -297,3 +297,21 @@ describe("deep but legal tool arguments", () => {
     }
   });
 });
+
+describe("SSE recursion_limit (spec 7.2)", () => {
+  it("a run at its step limit whose closing reply cannot be written ends with the recursion_limit error", async () => {
+    const store = createMemoryStore();
+    const failing: Store = { ...store, finishRun: async () => Promise.reject(new Error("disk full")) };
+    const a = await makeApp({ RECURSION_LIMIT: "6" }, { store: failing });
+    try {
+      const { events } = await chat(a, { message: '/loop calculator {"expression":"1+1"}' });
+      expect(events.at(-1)).toMatchObject({ event: "error", data: { code: "recursion_limit" } });
+      expect(events.map((e) => e.event)).not.toContain("message.end");
+      const runId = events[0]!.data.run_id as string;
+      await waitFor(async () => (await store.getRun(runId))?.status === "step_limit");
+      expect(a.logs.some((l) => l.error_id === events.at(-1)!.data.error_id && /disk full/.test(String(l.detail)))).toBe(true);
+    } finally {
+      await a.close();
+    }
+  });
+});
