@@ -17,6 +17,7 @@ import { awaiting } from "./task-fields.js";
 import type { TaskBook } from "./tasks.js";
 import type { CallContext, Listener, TaskRecord } from "./types.js";
 import type { IncomingMessage } from "./wire.js";
+import { DIGEST_FORM } from "../approvals/digest.js";
 
 interface DecisionRequest {
   readonly approvalId: string;
@@ -26,7 +27,6 @@ interface DecisionRequest {
 }
 
 /** The digest's form (CONTRACT 5), as the HTTP route's schema checks it (422 there). */
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 /** The decision in a data part, or -32602 naming what is malformed: read before any task or approval is. */
 function readDecision(d: Record<string, JsonValue>): DecisionRequest {
@@ -34,7 +34,7 @@ function readDecision(d: Record<string, JsonValue>): DecisionRequest {
   if (!decision) throw new RpcError(ERR.invalidParams, "Invalid params: decision must be approve or reject");
   if (d.comment !== undefined && (typeof d.comment !== "string" || codePointLength(d.comment) > 1000))
     throw new RpcError(ERR.invalidParams, "Invalid params: comment must be text of at most 1000 characters");
-  if (d.digest !== undefined && (typeof d.digest !== "string" || !DIGEST.test(d.digest)))
+  if (d.digest !== undefined && (typeof d.digest !== "string" || !DIGEST_FORM.test(d.digest)))
     throw new RpcError(ERR.invalidParams, "Invalid params: digest should be sha256: followed by 64 lowercase hex characters");
   return {
     approvalId: String(d.approval_id),

@@ -3,7 +3,7 @@
  * forward the user's own words in message metadata; they are read for delegated principals only
  * (a direct caller's message already is the user's words), capped at A2A_ORIGIN_MAX_CHARS, and
  * never stored with the task or traced: they only shape the run's system note and the words that
- * require_user_mentioned checks.
+ * require_user_mentioned checks (the run layer frames the request: runs/delegation.ts).
  */
 import type { Caller } from "../auth/caller.js";
 import type { Settings } from "../settings/parse.js";
@@ -29,22 +29,4 @@ export function readOrigin(caller: Caller, msg: IncomingMessage, settings: Origi
   if (hops > settings.AUTH_MAX_DELEGATION_DEPTH) return { text: undefined, tooDeep: true };
   const text = typeof origin.text === "string" ? Array.from(origin.text).slice(0, settings.A2A_ORIGIN_MAX_CHARS).join("") : undefined;
   return { text, tooDeep: false };
-}
-
-/** Added to the system prompt when another agent wrote the request (A2A_CALLER_NOTE=on). */
-export function callerNote(caller: Caller, origin: Origin, settings: Pick<Settings, "A2A_CALLER_NOTE">): string | undefined {
-  const actor = caller.principal.actor;
-  if (!actor || settings.A2A_CALLER_NOTE !== "on") return undefined;
-  const words = origin.text ? ` The user's own words, as that agent forwarded them: ${JSON.stringify(origin.text)}` : "";
-  return `Another agent (${actor.id}) wrote this request on behalf of the user.${words}`;
-}
-
-/**
- * The words require_user_mentioned reads: a direct caller's message; for a delegated one, as
- * A2A_DELEGATED_MENTIONS says, the request, the forwarded origin, or nothing.
- */
-export function userWords(caller: Caller, msg: IncomingMessage, origin: Origin, settings: Pick<Settings, "A2A_DELEGATED_MENTIONS">): string {
-  if (!caller.principal.actor) return msg.text;
-  const mentions = settings.A2A_DELEGATED_MENTIONS;
-  return mentions === "request" ? msg.text : mentions === "origin" ? (origin.text ?? "") : "";
 }

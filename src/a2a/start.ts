@@ -11,7 +11,7 @@ import type { Ids } from "../ids.js";
 import { type RunInTask, type Started, settled } from "./bridge.js";
 import type { Decide } from "./decisions.js";
 import { ERR, RpcError } from "./jsonrpc.js";
-import { callerNote, readOrigin, userWords } from "./origin.js";
+import { readOrigin } from "./origin.js";
 import type { TaskBook } from "./tasks.js";
 import type { CallContext, Listener } from "./types.js";
 import { type IncomingMessage, readMessage, TERMINAL } from "./wire.js";
@@ -50,10 +50,9 @@ export function createStart({ settings, ids, runs, tasks, runInTask, decide }: S
     const origin = readOrigin(ctx.caller, msg, settings);
     const task = await tasks.create(ctx.caller, contextId ?? ids.threadId());
     if (origin.tooDeep) return settled(await tasks.fail(task, "delegation_too_deep", "delegation chain too deep"));
-    const note = callerNote(ctx.caller, origin, settings);
-    const words = userWords(ctx.caller, msg, origin, settings);
+    // The run frames a delegated request itself (caller note, mentioned words), from the origin.
     return runInTask(task, ctx.version, listener, (emit) =>
-      runs.startTurn({ caller: ctx.caller, threadId: task.context_id, message: msg.text, metadata: {}, emit, logger: ctx.logger, userWords: words, ...(note ? { systemNote: note } : {}) }),
+      runs.startTurn({ caller: ctx.caller, threadId: task.context_id, message: msg.text, metadata: {}, emit, logger: ctx.logger, origin: origin.text }),
     );
   };
 }

@@ -72,3 +72,6 @@ export function redactValue(value: JsonValue, redact: readonly string[]): JsonVa
   for (const [k, v] of Object.entries(value)) out[k] = redact.includes(k) ? REDACTED : redactValue(v, redact);
   return out;
 }
+
+/** The only form a decision's digest may take (CONTRACT 5): anything else is refused before any approval is looked at. */
+export const DIGEST_FORM = /^sha256:[0-9a-f]{64}$/;

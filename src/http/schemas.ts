@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { codePointLength } from "../json.js";
 import type { Settings } from "../settings/parse.js";
+import { DIGEST_FORM } from "../approvals/digest.js";
 
 export const THREAD_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -111,7 +112,7 @@ export const decisionSchema = z
     digest: z
       .string()
       .max(80)
-      .regex(/^sha256:[0-9a-f]{64}$/, "Digest should be sha256: followed by 64 lowercase hex characters")
+      .regex(DIGEST_FORM, "Digest should be sha256: followed by 64 lowercase hex characters")
       .optional()
       .describe("sha256:<hex> of the call as shown; required of a relaying agent"),
   })

@@ -53,12 +53,10 @@ export interface RunInput {
   readonly emit: (event: RunEvent) => void;
   /** The request's logger (request id, principal hash, actor already bound). */
   readonly logger: Logger;
-  /** Added to the system prompt for this run (default: the delegation rules' note for a delegated caller). */
-  readonly systemNote?: string;
   /** The thread was created for this run: it has no history to read. */
   readonly freshThread?: boolean;
-  /** The user's own words for require_user_mentioned (defaults to the message; A2A sets it). */
-  readonly userWords?: string | undefined;
+  /** The user's own words as a calling agent forwarded them (A2A's origin extension), if any. */
+  readonly origin?: string | undefined;
   /** Made (and written with the thread's claim) before the run started: see openRun. */
   readonly opening?: RunOpening;
 }
@@ -176,8 +174,8 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
     const { messages, resume } = await conversation(ctx, input, firstMessage, persist);
     // A resumed run acts on the words of the request that paused it.
     const request = input.message ?? lastUserWords(messages) ?? "";
-    const framing = framingFor(caller, ctx.limits.delegation, request, undefined);
-    const systemNote = input.systemNote ?? framing.systemNote;
+    const framing = framingFor(caller, ctx.limits.delegation, request, input.origin);
+    const systemNote = framing.systemNote;
     const model = ctx.agent.model();
     const result = await runLoop({
       deferFinal: true,
@@ -192,7 +190,7 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       messages,
       emit,
       persist,
-      toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(input.userWords ?? framing.userWords) },
+      toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(framing.userWords) },
       apiFor: ctx.agent.policyClient
         ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
         : () => noPolicyClient,

@@ -24,10 +24,8 @@ export interface TurnInput {
   readonly metadata: RunRecord["metadata"];
   readonly emit: (event: RunEvent) => void;
   readonly logger: Logger;
-  /** Added to the system prompt for this run (A2A's note that another agent wrote the request). */
-  readonly systemNote?: string;
-  /** The user's own words for require_user_mentioned, when not the message itself. */
-  readonly userWords?: string | undefined;
+  /** The user's own words as a calling agent forwarded them (A2A's origin extension), if any. */
+  readonly origin?: string | undefined;
 }
 
 export const THREAD_FOREIGN = "This thread belongs to another principal.";
