@@ -71,6 +71,11 @@ export interface CreateAppOptions {
   readonly authPolicy?: CustomAuthPolicy;
   /** A response schema given as an object (for runtimes without files); wins over RESPONSE_SCHEMA_PATH. */
   readonly responseSchema?: Readonly<Record<string, unknown>>;
+  /**
+   * The runtime's HOST and PORT do not say where it is reached (the workerd entry sets it): without
+   * APP_URL, the A2A card names the origin each request came to instead of `http://HOST:PORT`.
+   */
+  readonly cardFollowsRequest?: boolean;
   /** Internal, for tests: a PostgreSQL schema of its own (created if missing). */
   readonly sqlSchema?: string;
   /** Internal, for tests: how often expired approvals are swept (default 5 s). */
@@ -173,6 +178,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     logger,
     metrics,
     structured: responseSchema !== undefined,
+    cardFollowsRequest: options.cardFollowsRequest ?? false,
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
   });
 

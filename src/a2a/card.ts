@@ -8,18 +8,6 @@ import type { Settings } from "../settings/parse.js";
 import { ORIGIN_EXTENSION_URI } from "./origin.js";
 
 /**
- * Set (true) in the bindings a runtime entry hands to the app's fetch where HOST and PORT do not
- * describe where the service is reached (the workerd entry): without APP_URL, the card then names
- * the origin each request came to instead of `http://HOST:PORT`.
- */
-export const CARD_FOLLOWS_REQUEST: unique symbol = Symbol.for("agent-service.a2a.card-follows-request");
-
-/** Whether the runtime's bindings (Hono's `c.env`) say the card follows the request. */
-export function cardFollowsRequest(bindings: unknown): boolean {
-  return typeof bindings === "object" && bindings !== null && (bindings as { [CARD_FOLLOWS_REQUEST]?: unknown })[CARD_FOLLOWS_REQUEST] === true;
-}
-
-/**
  * `requestOrigin`: the origin the request came to, given only where the card follows the request;
  * APP_URL wins over it, and without either the card names `http://HOST:PORT` (spec 4.5).
  */

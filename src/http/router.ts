@@ -34,6 +34,8 @@ export interface RouterParts {
   readonly metrics: Metrics;
   /** The A2A card says whether answers are structured. */
   readonly structured: boolean;
+  /** The runtime's HOST/PORT do not say where it is reached: the A2A card names the request's origin. */
+  readonly cardFollowsRequest: boolean;
   /** A development API key to prefill in the playground (only set by `npm run dev`). */
   readonly playgroundKey: string | undefined;
 }
@@ -51,7 +53,7 @@ export function buildRouter(parts: RouterParts): Hono<HttpEnv> {
   app.route("/", chatRoutes({ settings, ids, runs, requireAuth }));
   app.route("/", threadRoutes({ store, runs, requireAuth }));
   app.route("/", approvalRoutes({ store, runs, settings, requireAuth }));
-  app.route("/", a2aRoutes({ settings, service: parts.a2a, card: { structured: parts.structured, auth: parts.auth.name }, requireAuth }));
+  app.route("/", a2aRoutes({ settings, service: parts.a2a, card: { structured: parts.structured, auth: parts.auth.name, followsRequest: parts.cardFollowsRequest }, requireAuth }));
   if (settings.dev) app.route("/", devRoutes({ settings, playgroundKey: parts.playgroundKey }));
   return app;
 }

@@ -3,7 +3,6 @@
  * environment) on the first request. State lives in isolate memory (memory store and lease),
  * which suits a single-isolate deployment and tests; replicas need durable storage.
  */
-import { CARD_FOLLOWS_REQUEST } from "../a2a/card.js";
 import { createApp, type App } from "../app.js";
 import { isAppError, type SettingsError } from "../errors.js";
 
@@ -23,7 +22,9 @@ export default {
       for (const [k, v] of Object.entries(env)) if (typeof v === "string") vars[k] = v;
       // No files on workerd: a response schema or an API policy come as text bindings.
       const schema = vars.RESPONSE_SCHEMA ? (JSON.parse(vars.RESPONSE_SCHEMA) as Record<string, unknown>) : undefined;
-      app = createApp({ env: vars, ...(schema ? { responseSchema: schema } : {}), ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}) });
+      // HOST/PORT do not say where a worker is reached: without APP_URL the A2A card names the
+      // origin each request came to (as `wrangler dev` or the route serves it).
+      app = createApp({ env: vars, cardFollowsRequest: true, ...(schema ? { responseSchema: schema } : {}), ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}) });
     }
     let ready: App;
     try {
@@ -31,8 +32,6 @@ export default {
     } catch (error) {
       return settingsFailure(error);
     }
-    // HOST/PORT do not say where a worker is reached: without APP_URL the A2A card names the
-    // origin each request came to (as `wrangler dev` or the route serves it).
-    return ready.fetch(request, { ...env, [CARD_FOLLOWS_REQUEST]: true }, ctx);
+    return ready.fetch(request, env, ctx);
   },
 };

@@ -128,3 +128,30 @@ describe("structured answers in workerd", () => {
     expect(events.at(-1)).toMatchObject({ event: "error", data: { code: "invalid_structured_response" } });
   });
 });
+
+describe("AUTH_POLICY=jwt in workerd", () => {
+  it("verifies tokens against a loopback JWK set: concurrent first requests all succeed, later ones reuse the keys", async () => {
+    const { Issuer, makeKey, mint, ISS, AUD } = await import("../http/jwt-fixtures.js");
+    const issuer = new Issuer();
+    await issuer.start();
+    const key = await makeKey("ES256", "w1");
+    issuer.reset([key.jwk]);
+    issuer.delayMs = 100; // concurrent first requests all wait on the key set
+    const worker = await startWorker({ AUTH_POLICY: "jwt", AUTH_JWT_JWKS_URL: issuer.url, AUTH_JWT_ISSUER: ISS, AUTH_JWT_AUDIENCE: AUD });
+    try {
+      const tokens = await Promise.all(Array.from({ length: 6 }, (_, i) => mint({ sub: `w-user-${i}` }, key)));
+      const first = await Promise.all(tokens.map((t) => worker.dispatchFetch("http://localhost/threads", { headers: { Authorization: `Bearer ${t}` } })));
+      expect(first.map((r) => r.status)).toEqual(Array(6).fill(200));
+      const fetched = issuer.count;
+      expect(fetched).toBeGreaterThanOrEqual(1);
+      const later = await Promise.all(tokens.map((t) => worker.dispatchFetch("http://localhost/threads", { headers: { Authorization: `Bearer ${t}` } })));
+      expect(later.map((r) => r.status)).toEqual(Array(6).fill(200));
+      expect(issuer.count).toBe(fetched);
+      const bad = await worker.dispatchFetch("http://localhost/threads", { headers: { Authorization: "Bearer not.a.token" } });
+      expect(bad.status).toBe(401);
+    } finally {
+      await worker.dispose();
+      await issuer.stop();
+    }
+  });
+});

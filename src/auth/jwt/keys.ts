@@ -12,6 +12,9 @@ import type { Clock } from "../../clock.js";
 import type { Logger } from "../../observability/logger.js";
 
 export const UNKNOWN_KID_REFETCH_MS = 30_000;
+
+/** Whether requests may share I/O promises: not on workerd (see JwksCache.refresh). */
+const SHARED_IO = (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent !== "Cloudflare-Workers";
 export const GRACE_MS = 60 * 60 * 1000;
 
 export type KeyResolver = (header: JWTHeaderParameters) => Promise<CryptoKey | Uint8Array>;
@@ -75,6 +78,11 @@ export class JwksCache {
   /**
    * One fetch at a time: concurrent callers share it. While the issuer fails, a refresh within
    * 30 s of the last failure does not ask it again: the keys stay as they are.
+   *
+   * On workerd a promise settled by one request's I/O must not be awaited by another request
+   * (the runtime cancels or hangs such continuations once the first request ends), so there each
+   * request that needs the keys fetches them itself; the cache and the failure window still keep
+   * the issuer from being asked more than the traffic needs.
    */
   private refresh(): Promise<void> {
     const now = this.options.clock.now();
@@ -83,6 +91,7 @@ export class JwksCache {
       if (now >= this.validUntil + GRACE_MS) this.keys = undefined;
       return this.keys ? Promise.resolve() : Promise.reject(new IssuerUnavailable("issuer unreachable"));
     }
+    if (!SHARED_IO) return this.load();
     this.inflight ??= this.load().finally(() => {
       this.inflight = undefined;
     });

@@ -1,6 +1,6 @@
 /** Binds the framework-free A2A service to Hono: the card and the JSON-RPC endpoint (spec 4.5). */
 import { Hono } from "hono";
-import { agentCard, cardFollowsRequest } from "../../a2a/card.js";
+import { agentCard } from "../../a2a/card.js";
 import { ERR, rpcError, versionOf } from "../../a2a/jsonrpc.js";
 import type { A2AService } from "../../a2a/service.js";
 import type { JsonValue } from "../../json.js";
@@ -35,13 +35,20 @@ function sseResponse(events: AsyncIterable<Record<string, JsonValue>>, heartbeat
   return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
 }
 
-export function a2aRoutes({ settings, service, card: cardOptions, requireAuth }: { settings: Settings; service: A2AService; card: { structured: boolean; auth: string }; requireAuth: RequireAuth }) {
+export interface CardOptions {
+  readonly structured: boolean;
+  readonly auth: string;
+  /** HOST/PORT do not say where the service is reached (workerd): without APP_URL the card names the request's origin. */
+  readonly followsRequest: boolean;
+}
+
+export function a2aRoutes({ settings, service, card: cardOptions, requireAuth }: { settings: Settings; service: A2AService; card: CardOptions; requireAuth: RequireAuth }) {
   const name = settings.A2A_NAME;
   // APP_URL, else http://HOST:PORT; a runtime whose HOST/PORT say nothing of where it is reached
   // (workerd) has the card name the origin each request came to when APP_URL is unset.
   const card = agentCard(settings, cardOptions);
-  const cardFor = (bindings: unknown, url: string) =>
-    settings.APP_URL === undefined && cardFollowsRequest(bindings) ? agentCard(settings, cardOptions, new URL(url).origin) : card;
+  const cardFor = (url: string) =>
+    settings.APP_URL === undefined && cardOptions.followsRequest ? agentCard(settings, cardOptions, new URL(url).origin) : card;
   const mine = (agent: string) => {
     if (agent !== name) throw notFound();
   };
@@ -49,7 +56,7 @@ export function a2aRoutes({ settings, service, card: cardOptions, requireAuth }:
   return new Hono<HttpEnv>()
     .get("/a2a/:agent/.well-known/agent-card.json", requireAuth("card.read"), (c) => {
       mine(c.req.param("agent"));
-      return c.json(cardFor(c.env, c.req.url));
+      return c.json(cardFor(c.req.url));
     })
     .post("/a2a/:agent", requireAuth("a2a.invoke"), async (c) => {
       mine(c.req.param("agent"));
