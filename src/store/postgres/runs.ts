@@ -64,7 +64,10 @@ const RUN_COLUMNS: Record<string, string> = {
 export function createRunStore(sql: Sql, guard: Guard, logger: Logger): Omit<RunStore, "markLostRuns"> {
   const json = jsonb(sql);
   const batching = (kind: string) => ({
-    inFlight: 2,
+    // One statement of a kind at the database at a time: on a disk where each commit waits for
+    // its flush, chats that arrive meanwhile share the next commit (sql turns/s 1,560 -> 1,850 on
+    // this machine with two at a time -> one); a quiet service still sends each write at once.
+    inFlight: 1,
     max: 64,
     // The guard's deadline once the database is known down (3 s while it is up).
     maxWaitMs: 2_000,
