@@ -196,6 +196,8 @@ async function transmit(run: RunCalls, call: OutboundCall): Promise<ApiResponse>
   } catch (error) {
     if (scope.signal.aborted) throw scope.signal.reason;
     if ((error as { code?: string }).code === "api_call") throw error;
+    const code = String((error as { cause?: { code?: unknown } }).cause?.code ?? (error as { code?: unknown }).code ?? "");
+    if (/CONNECT_TIMEOUT/.test(code)) throw new ApiCallError(`API ${api.name} could not be reached within its connect timeout`, { cause: error });
     throw new ApiCallError(`the call to API ${api.name} failed before an answer arrived`, { cause: error });
   } finally {
     state.stopped = true;

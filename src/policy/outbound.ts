@@ -30,14 +30,23 @@ export interface ExchangeState {
   status: number;
 }
 
+/**
+ * What the client hands the injected fetch: a web RequestInit, plus the API's connect timeout
+ * (`timeouts_ms.connect`). Web fetch has no notion of it and ignores the member; a runtime whose
+ * fetch can bound the connection enforces it (the Node entry does, src/runtime/outbound.ts).
+ */
+export type OutboundInit = RequestInit & { readonly connectTimeoutMs?: number };
+
 export async function exchange(fetchFn: typeof fetch, call: OutboundCall, state: ExchangeState): Promise<ApiResponse> {
   const { api } = call;
-  const response = await fetchFn(call.url, {
+  const init: OutboundInit = {
     method: call.method,
     headers: call.headers,
     redirect: "manual",
+    connectTimeoutMs: api.timeouts.connect,
     ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
-  });
+  };
+  const response = await fetchFn(call.url, init);
   state.answer = response;
   if (state.stopped) {
     await response.body?.cancel().catch(() => {});

@@ -17,6 +17,7 @@ import { createLogger } from "../observability/logger.js";
 import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
 import { hostReadText } from "./files.js";
+import { nodeOutboundFetch } from "./outbound.js";
 
 const DEV_DEFAULTS = { APP_ENV: "dev", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", CHECKPOINTER: "memory" };
 
@@ -59,6 +60,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
       ...(tools ? { tools } : {}),
       env,
       readText: hostReadText(process.cwd()),
+      fetch: nodeOutboundFetch(),
       playgroundKey,
       logWrite: (line) => void process.stdout.write(`${line}\n`),
     });

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer as createHttpServer } from "node:http";
-import { createServer } from "node:net";
+import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { answerText, parseSse, readUntil } from "../helpers.js";
 
@@ -237,6 +237,33 @@ describe("TOOLS_MODULE", () => {
       expect(await svc.exited, module).toBe(3);
       expect(svc.stderr(), module).toMatch(/^The service cannot start: TOOLS_MODULE /);
       expect(svc.stderr()).not.toMatch(/\n\s+at /);
+    }
+  });
+});
+
+describe("timeouts_ms.connect on the Node entry", () => {
+  it("a connection not made within timeouts_ms.connect fails the call at once, long before the read timeout", async () => {
+    // A listener that never accepts: once its one-slot backlog is full, further connections wait in SYN.
+    const holder = spawn("python3", ["-c", "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(60)"]);
+    const sockets: Socket[] = [];
+    try {
+      const port = await new Promise<number>((resolve) => holder.stdout!.once("data", (d) => resolve(Number(String(d).trim()))));
+      for (let i = 0; i < 3; i++) sockets.push(connectSocket(port, HOST).on("error", () => {}));
+      await new Promise((r) => setTimeout(r, 200));
+      const svc = await startService({
+        ...FAKE,
+        TOOLS_MODULE: "test/runtime/fixtures/slow-api-tool.mjs",
+        API_POLICY_PATH: "test/runtime/fixtures/slow-api-policy.yaml",
+        SLOW_URL: `http://${HOST}:${port}`,
+      });
+      const t0 = performance.now();
+      const events = parseSse(await (await postChat(svc.base, "/call get_slow {}")).text());
+      const result = events.find((e) => e.event === "tool.result")!;
+      expect(result.data).toMatchObject({ is_error: true, result: expect.stringContaining("could not be reached within its connect timeout") });
+      expect(performance.now() - t0).toBeLessThan(4_000); // the read timeout is 8 s
+    } finally {
+      for (const s of sockets) s.destroy();
+      holder.kill("SIGKILL");
     }
   });
 });
