@@ -9,16 +9,15 @@
  * Needs the PostgreSQL at 127.0.0.1:5432 (user postgres, database test, trust auth), or
  * TEST_SQLDB_DSN, and a built dist/ (`npx tsup --silent`) for the child replica.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { get, KEY, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
 import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
+import { spawnReplica } from "../support/replica-process.js";
 import { created, recordingUpstream } from "../support/upstream.js";
 
-const FIXTURE = fileURLToPath(new URL("./fixtures/pg-replica.mjs", import.meta.url));
 const ROUNDS = 20;
 const LEASE = { renewMs: 200, ttlMs: 1_000 };
 
@@ -36,11 +35,9 @@ afterAll(async () => {
   await pg.cleanup();
 });
 
-async function spawnReplica(schema: string): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, [FIXTURE], {
-    cwd: process.cwd(),
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
+const spawnChild = (schema: string) =>
+  spawnReplica(
+    {
       SQLDB_DSN: DSN,
       TEST_SQL_SCHEMA: schema,
       TEST_LEASE_RENEW_MS: String(LEASE.renewMs),
@@ -49,29 +46,8 @@ async function spawnReplica(schema: string): Promise<{ child: ChildProcess; base
       TEST_ORDERS_URL: upstream.base,
       TEST_SWEEP_MS: "100",
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let stderr = "";
-  child.stderr!.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`child printed no port in 10 s\n${stderr}`)), 10_000);
-    child.stdout!.setEncoding("utf8").on("data", (s: string) => {
-      out += s;
-      const m = /port=(\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`child exited (${code ?? signal}) before printing its port\n${stderr}`));
-    });
-  });
-  return { child, base: `http://127.0.0.1:${port}` };
-}
+    children,
+  );
 
 const over = (base: string, request: Request) => fetch(new URL(new URL(request.url).pathname, base), request);
 
@@ -95,7 +71,7 @@ describe("kill -9 shortly after an approve", () => {
     const seen = { decidedBeforeKill: 0, pendingAtKill: 0, sent: 0, unknown: 0 };
     for (let round = 0; round < ROUNDS; round++) {
       const thread = `crash-${round}`;
-      const { child, base } = await spawnReplica(schema);
+      const { child, base } = await spawnChild(schema);
       const paused = parseSse(await (await over(base, post("/chat", { message: GATED, thread_id: thread }))).text());
       expect(paused.at(-1)).toMatchObject({ event: "message.end", data: { status: "awaiting_approval" } });
       const id = (paused.at(-1)!.data.approval as { approval_id: string }).approval_id;

@@ -7,9 +7,8 @@
  * TEST_SQLDB_DSN, and a built dist/ (`npx tsup --silent`) for the child replica. Every schema
  * made here is dropped in afterAll.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { connect as netConnect, createServer, type Server, type Socket } from "node:net";
-import { fileURLToPath } from "node:url";
 import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/observability/logger.js";
@@ -21,12 +20,12 @@ import { randomIds } from "../../src/ids.js";
 import { chat, get, KEY, makeApp, post, readUntil, waitFor, type TestApp } from "../helpers.js";
 import { createOrder, ordersPolicy } from "../support/orders.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
+import { spawnReplica } from "../support/replica-process.js";
 import { empty, recordingUpstream } from "../support/upstream.js";
 
 const DB = new URL(DSN);
 const DB_HOST = DB.hostname || "127.0.0.1";
 const DB_PORT = Number(DB.port || 5432);
-const FIXTURE = fileURLToPath(new URL("./fixtures/pg-replica.mjs", import.meta.url));
 
 /** Schemas, apps, handles and clients made here; closed and dropped in afterAll. */
 const pg = scratchDatabase();
@@ -97,7 +96,6 @@ describe("a replica killed mid-run (SIGKILL)", () => {
   let schema: string;
   let child: ChildProcess;
   let childBase: string;
-  let stderr = "";
   let other: TestApp;
   let h: PostgresAdapters;
   let sql: postgres.Sql;
@@ -106,37 +104,12 @@ describe("a replica killed mid-run (SIGKILL)", () => {
     schema = fresh();
     h = await handle(schema);
     sql = admin(schema);
-    child = spawn(process.execPath, [FIXTURE], {
-      cwd: process.cwd(),
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        SQLDB_DSN: DSN,
-        TEST_SQL_SCHEMA: schema,
-        TEST_LEASE_RENEW_MS: String(RENEW_MS),
-        TEST_LEASE_TTL_MS: String(TTL_MS),
-        TEST_API_KEY: KEY,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.add(child);
-    child.stderr!.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = "";
-      const timer = setTimeout(() => reject(new Error(`child printed no port in 10 s\nstdout:\n${out}\nstderr:\n${stderr}`)), 10_000);
-      child.stdout!.setEncoding("utf8").on("data", (s: string) => {
-        out += s;
-        const m = /port=(\d+)/.exec(out);
-        if (m) {
-          clearTimeout(timer);
-          resolve(Number(m[1]));
-        }
-      });
-      child.once("exit", (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`child exited (${code ?? signal}) before printing its port\nstderr:\n${stderr}`));
-      });
-    });
-    childBase = `http://127.0.0.1:${port}`;
+    const replica = await spawnReplica(
+      { SQLDB_DSN: DSN, TEST_SQL_SCHEMA: schema, TEST_LEASE_RENEW_MS: String(RENEW_MS), TEST_LEASE_TTL_MS: String(TTL_MS), TEST_API_KEY: KEY },
+      children,
+    );
+    child = replica.child;
+    childBase = replica.base;
     // the other replica, in this process, with the same short lease timings
     other = await track(makeApp({ CHECKPOINTER: "sql", SQLDB_DSN: DSN, LOG_LEVEL: "WARNING" }, { sqlSchema: schema, leaseTimings: { renewMs: RENEW_MS, ttlMs: TTL_MS } }));
   });
