@@ -114,9 +114,12 @@ describe("decisions are carried out once, whoever holds the thread", () => {
   });
 
   it("a decision arriving while the paused run still holds the thread waits for it and streams the resumed run", async () => {
+    // Replicas of their own, without a quick sweep: here the decider itself must get the thread.
+    const quiet = fresh();
+    const [a, b] = [await replica(quiet, { sweepIntervalMs: 60_000 }), await replica(quiet, { sweepIntervalMs: 60_000 })];
     const thread = "still-held";
     const id = await pause(a, thread);
-    const h = await handle(schema);
+    const h = await handle(quiet);
     // The paused run is still writing its end: it lets the thread go a moment later.
     const paused = (await h.lease.acquire(thread, "same-replica:paused-run", 10_000))!;
     setTimeout(() => void h.lease.release(paused), 300);
@@ -128,9 +131,12 @@ describe("decisions are carried out once, whoever holds the thread", () => {
   });
 
   it("a chat that takes the thread first carries out the decided call before anything else, and is refused meanwhile", async () => {
+    // Replicas without a quick sweep: the chat, not the sweep, must find the decision to carry out.
+    const quiet = fresh();
+    const [a, b] = [await replica(quiet, { sweepIntervalMs: 60_000 }), await replica(quiet, { sweepIntervalMs: 60_000 })];
     const thread = "chat-first";
     const id = await pause(a, thread);
-    const h = await handle(schema);
+    const h = await handle(quiet);
     // The decision is recorded, but no one resumed it yet (its decider died before it could).
     const approval = (await h.store.getApproval(id))!;
     expect(await h.store.decideApproval(id, { status: "approved", decided_by: approval.requester, decided_via: null, decided_at: new Date().toISOString(), comment: null, dropCall: true })).not.toBeNull();
