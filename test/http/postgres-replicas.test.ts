@@ -285,11 +285,11 @@ describe("lease fencing (spec 8)", () => {
   });
 
   it("a run that stalls past its lease (cannot renew) is refused when it writes: interrupted, nothing of it stored", async () => {
-    // renewal every 10 s but a 300 ms lease: the run's lease lapses while the model sleeps
-    const a = await replica(schema, { leaseTimings: { renewMs: 10_000, ttlMs: 300 } });
-    const b = await replica(schema, { leaseTimings: { renewMs: 100, ttlMs: 300 } });
+    // renewal every 10 s but a 1 s lease: the run's lease lapses while the model sleeps (2.5 s)
+    const a = await replica(schema, { leaseTimings: { renewMs: 10_000, ttlMs: 1_000 } });
+    const b = await replica(schema, { leaseTimings: { renewMs: 100, ttlMs: 1_000 } });
     expect((await chat(a, { message: "before", thread_id: "f2" })).res.status).toBe(200);
-    const res = await a.fetch(post("/chat", { message: "/sleep 900\nstalled", thread_id: "f2" }));
+    const res = await a.fetch(post("/chat", { message: "/sleep 2500\nstalled", thread_id: "f2" }));
     expect(res.status).toBe(200);
     const { reader, events } = await readUntil(res, (ev) => ev.some((e) => e.event === "message.start"));
     const runId = events[0]!.data.run_id as string;
@@ -322,7 +322,7 @@ describe("lease fencing (spec 8)", () => {
     expect(await h.store.getRun(runId)).toMatchObject({ status: "interrupted", error_type: "LeaseLost" });
 
     const contents = (await h.store.getMessages("f2")).map((m) => m.content);
-    expect(contents).toEqual(["before", "echo: before", "/sleep 900\nstalled", "/sleep 700\ntaken over", "echo: taken over"]);
+    expect(contents).toEqual(["before", "echo: before", "/sleep 2500\nstalled", "/sleep 700\ntaken over", "echo: taken over"]);
     expect(contents.join("\n")).not.toContain("echo: stalled");
     const [row] = await sql`SELECT count(*)::int AS n FROM leases WHERE thread_id = 'f2' AND expires_at > now()`;
     expect(row!.n).toBe(0);
