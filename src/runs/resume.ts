@@ -16,6 +16,9 @@ import type { RunsContext } from "./context.js";
 import { executeRun, type RunHandle } from "./execute.js";
 import { handOver } from "./leases.js";
 
+/** Failed resumes of one paused run before it is given up (see gaveUp). */
+export const MAX_FAILED_RESUMES = 3;
+
 export type ResumeOutcome =
   | { readonly kind: "started"; readonly run: RunHandle }
   /** The thread is busy: its next holder (or the recovery sweep) resumes the run. */
@@ -52,6 +55,10 @@ export function createResumer(ctx: RunsContext): Resumer {
         await ctx.leases.release(handle);
         return null;
       }
+      if (await gaveUp(run)) {
+        await ctx.leases.release(handle);
+        return null;
+      }
       const collector = outcomeCollector();
       const caller = actingCaller(stream.decider, deciding);
       const started = await executeRun(ctx, {
@@ -79,6 +86,24 @@ export function createResumer(ctx: RunsContext): Resumer {
       });
       return started;
     });
+
+  /**
+   * A run that fails before it carries the calls out (a model that is not configured, say) would
+   * be resumed again by every sweep: after MAX_FAILED_RESUMES failed tries the paused run is
+   * marked resumed by the last of them, loudly, and the thread is free again. The decided calls
+   * were never claimed (nothing was sent); their tool calls read as interrupted on the next run.
+   */
+  async function gaveUp(run: RunRecord): Promise<boolean> {
+    const failed = (await ctx.store.listRuns(run.thread_id)).filter((r) => r.resumed_from === run.run_id && r.status === "error");
+    if (failed.length < MAX_FAILED_RESUMES) return false;
+    await ctx.store.markResumed(run.run_id, failed.at(-1)!.run_id);
+    ctx.logger.warning("a decided run failed to resume too often; its decisions were not carried out", {
+      run_id: run.run_id,
+      thread_id: run.thread_id,
+      attempts: failed.length,
+    });
+    return true;
+  }
 
   return {
     resumeHeld,

@@ -271,6 +271,28 @@ describe("expiry", () => {
   });
 });
 
+describe("a run that cannot resume", () => {
+  it("is given up after three failed tries, loudly, instead of being retried by every sweep; nothing is sent", async () => {
+    let broken = false;
+    const inner = store;
+    store = { ...inner, getMessages: (id: string) => (broken ? Promise.reject(new Error("disk gone")) : inner.getMessages(id)) };
+    const a = await app();
+    const { approval, run_id } = await pause(a);
+    broken = true;
+    await (await decide(a, "t1", approval.approval_id, { decision: "approve" })).text();
+    await waitFor(async () => (await inner.getRun(run_id))!.resumed_by !== null, 5_000);
+    const resumes = (await inner.listRuns("t1")).filter((r) => r.resumed_from === run_id);
+    expect(resumes.map((r) => r.status)).toEqual(["error", "error", "error"]);
+    expect((await inner.getRun(run_id))!.resumed_by).toBe(resumes.at(-1)!.run_id);
+    expect(a.logs.filter((l) => /failed to resume too often/.test(String(l.message)))).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 200)); // several more sweeps: no more tries
+    expect((await inner.listRuns("t1")).filter((r) => r.resumed_from === run_id)).toHaveLength(3);
+    expect(hits).toHaveLength(0);
+    broken = false;
+    expect((await chat(a, { message: "next", thread_id: "t1" })).res.status).toBe(200);
+  });
+});
+
 describe("decision lines carry the deciding request's id", () => {
   it("approval decided", async () => {
     const a = await app();
