@@ -36,8 +36,6 @@ export interface LoopOptions extends ToolRunOptions {
   readonly persist: (messages: readonly Message[]) => Promise<void>;
   /** True when the tool call registered an approval to wait for. */
   readonly isPaused: (toolCallId: string) => boolean;
-  /** The caller writes the run's last messages itself, together with the end of the run. */
-  readonly deferFinal?: boolean;
   /** Set when answers must fit a response schema. */
   readonly structured?: StructuredAnswers;
   /**
@@ -52,7 +50,7 @@ export interface LoopResult {
   usage: Usage;
   /** The checked answer of a run with a response schema. */
   structured?: JsonValue;
-  /** With `deferFinal`: the last messages, not yet written. */
+  /** The last messages, not yet written: the caller writes them with the end of the run (one write). */
   final?: Message[];
 }
 
@@ -244,12 +242,8 @@ class Loop {
     await this.options.persist(batch);
   }
 
-  /** The run's last messages: written now, or handed back for the caller to write with the run's end. */
+  /** The run's last messages, handed back for the caller to write with the run's end. */
   private async finish(batch: Message[]): Promise<Message[]> {
-    if (!this.options.deferFinal) {
-      await this.commit(batch);
-      return [];
-    }
     this.options.messages.push(...batch);
     return batch;
   }

@@ -178,7 +178,6 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
     const systemNote = framing.systemNote;
     const model = ctx.agent.model();
     const result = await runLoop({
-      deferFinal: true,
       model,
       system: systemNote ? `${ctx.agent.system}\n\n${systemNote}` : ctx.agent.system,
       tools: ctx.agent.tools,
