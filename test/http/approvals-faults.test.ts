@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { chat, get, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
-import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
+import { createOrder, ordersPolicy, pauseOn } from "../support/orders.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
 import { recordingUpstream } from "../support/upstream.js";
 
@@ -27,12 +27,7 @@ function replica(schema: string, options: Parameters<typeof makeApp>[1] = {}): P
   return pg.track(makeApp(env(), { sqlSchema: schema, policyText: ordersPolicy(), tools: [createOrder], ...FAST, ...options }));
 }
 
-async function pause(a: TestApp, thread: string): Promise<string> {
-  const { res, events } = await chat(a, { message: GATED, thread_id: thread });
-  expect(res.status).toBe(200);
-  expect(events.at(-1)).toMatchObject({ event: "message.end", data: { status: "awaiting_approval" } });
-  return (events.at(-1)!.data.approval as { approval_id: string }).approval_id;
-}
+const pause = async (a: TestApp, thread: string): Promise<string> => (await pauseOn(a, thread)).approval.approval_id;
 
 const approve = (a: TestApp, thread: string, id: string) => a.fetch(post(`/threads/${thread}/approvals/${id}`, { decision: "approve" }));
 

@@ -12,7 +12,7 @@ import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { LeaseLost } from "../../src/errors.js";
 import { chat, get, makeApp, parseSse, post, readUntil, waitFor, type TestApp } from "../helpers.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
-import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
+import { createOrder, ordersPolicy, pauseOn } from "../support/orders.js";
 import { recordingUpstream } from "../support/upstream.js";
 
 /** Schemas, apps, handles and clients made here; closed and dropped in afterAll. */
@@ -44,14 +44,7 @@ async function messagesVia(a: TestApp, thread: string) {
   return (await res.json()) as { id: string; role: string; content: string }[];
 }
 
-async function pause(a: TestApp, thread: string) {
-  const { res, events } = await chat(a, { message: GATED, thread_id: thread });
-  expect(res.status).toBe(200);
-  const end = events.at(-1)!;
-  expect(end.event).toBe("message.end");
-  expect(end.data.status).toBe("awaiting_approval");
-  return end.data as { approval: Record<string, any>; run_id: string };
-}
+const pause = pauseOn;
 
 afterAll(() => pg.cleanup());
 

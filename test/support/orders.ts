@@ -3,7 +3,9 @@
  * `create_order`, a tool that POSTs `{ item }` (default "book") and answers the upstream's status
  * and body. Point ORDERS_URL at a recording upstream (./upstream.ts).
  */
+import { expect } from "vitest";
 import { defineTool } from "../../src/index.js";
+import { chat } from "../helpers.js";
 
 export function ordersPolicy(options: { approvers?: string; methods?: readonly string[]; timeoutS?: number } = {}): string {
   return `
@@ -32,3 +34,12 @@ export const createOrder = defineTool({
 
 /** A chat message that makes the fake model call create_order, which then waits for a decision. */
 export const GATED = '/call create_order {"item":"book"}';
+
+/** Sends GATED on `thread` through `app` and checks the run paused: its message.end data. */
+export async function pauseOn(app: { fetch(r: Request): Promise<Response> }, thread: string) {
+  const { res, events } = await chat(app, { message: GATED, thread_id: thread });
+  expect(res.status).toBe(200);
+  const end = events.at(-1)!;
+  expect(end).toMatchObject({ event: "message.end", data: { status: "awaiting_approval" } });
+  return end.data as { approval: Record<string, any>; run_id: string };
+}
