@@ -15,7 +15,7 @@ export { TEST_DSN };
 const schema = `contract_${process.pid}_${Date.now().toString(36)}`;
 let adapters: Awaited<ReturnType<typeof openPostgres>>;
 /** What the adapters log (batches and their fallbacks at DEBUG and WARNING). */
-const logged: { message: string; kind?: string; size?: number }[] = [];
+const logged: { message: string; size?: number; claims?: number; finishes?: number }[] = [];
 const logger = createLogger({ level: "DEBUG", format: "json", write: (line) => logged.push(JSON.parse(line)) });
 
 beforeAll(async () => {
@@ -115,8 +115,42 @@ describe("postgres: writes that combine the store and the lease", () => {
     for (const [i, id] of ids.entries()) if (!claims[i]!.started) expect(await adapters.store.listRuns(id)).toEqual([]);
     // The rows above went in batches of several, and no batch fell back to one call at a time.
     const batches = logged.filter((l) => l.message === "batched write");
-    for (const kind of ["claim", "finish"]) expect(Math.max(...batches.filter((b) => b.kind === kind).map((b) => b.size!))).toBeGreaterThan(1);
+    expect(Math.max(...batches.map((b) => b.claims!))).toBeGreaterThan(1);
+    expect(Math.max(...batches.map((b) => b.finishes!))).toBeGreaterThan(1);
     expect(logged.filter((l) => l.message.includes("one by one"))).toEqual([]);
+  });
+
+  it("claims and finishes arriving together share one statement, and each still gets its own outcome", async () => {
+    const earlier = Array.from({ length: 20 }, (_, i) => `mixed-old-${i}-${crypto.randomUUID()}`);
+    const later = Array.from({ length: 20 }, (_, i) => `mixed-new-${i}-${crypto.randomUUID()}`);
+    const user = (id: string) => ({ id: `u-${id}`, role: "user" as const, content: `question ${id}` });
+    const answer = (id: string) => ({ id: `a-${id}`, role: "assistant" as const, content: `answer ${id}` });
+    const claims = await Promise.all(earlier.map((id) => adapters.store.claimThread(row(id), claim("h"), { run: run(`m-run-${id}`, id), messages: [user(id)] })));
+    logged.length = 0;
+    // A stale generation on every fifth finish: refused, while the rest of its statement lands.
+    const finishes = earlier.map((id, i) => {
+      const lease = claims[i]!.lease!;
+      return adapters.store.finishRun(`m-run-${id}`, end("ok", 5), { messages: [answer(id)], at: at(5) },
+        i % 5 === 0 ? { ...lease, generation: lease.generation + 100_000 } : lease, adapters.lease);
+    });
+    const starts = later.map((id) => adapters.store.claimThread(row(id), claim("h2"), { run: run(`m-run-${id}`, id), messages: [user(id)] }));
+    const [ended, started] = await Promise.all([Promise.allSettled(finishes), Promise.all(starts)]);
+
+    expect(logged.some((l) => l.message === "batched write" && l.claims! > 0 && l.finishes! > 0)).toBe(true);
+    expect(logged.filter((l) => l.message.includes("one by one"))).toEqual([]);
+    for (const [i, id] of earlier.entries()) {
+      const stale = i % 5 === 0;
+      expect(ended[i]!.status).toBe(stale ? "rejected" : "fulfilled");
+      expect(await adapters.store.getMessages(id)).toEqual(stale ? [user(id)] : [user(id), answer(id)]);
+      expect(await adapters.store.getRun(`m-run-${id}`)).toMatchObject(stale ? { status: "running" } : { status: "ok", ended_at: at(5) });
+      expect(await adapters.lease.isHeld(id)).toBe(stale);
+    }
+    for (const [i, id] of later.entries()) {
+      expect(started[i]).toMatchObject({ created: true, started: true, row: { thread_id: id, owner: "o", actor: null, created_at: at(0) } });
+      expect(started[i]!.lease).toMatchObject({ threadId: id, holder: "h2" });
+      expect(await adapters.store.getMessages(id)).toEqual([user(id)]);
+      expect(await adapters.store.getRun(`m-run-${id}`)).toMatchObject({ status: "running" });
+    }
   });
 });
 

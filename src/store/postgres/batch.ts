@@ -25,8 +25,8 @@ export interface BatchOptions<I, O> {
    * (the guard answers 503 first), and a write it no longer waits for must not land later.
    */
   readonly maxWaitMs: number;
-  /** Every batch sent, with its size (DEBUG logs). */
-  readonly onBatch?: (size: number) => void;
+  /** Every batch sent, with its items (DEBUG logs). */
+  readonly onBatch?: (items: readonly I[]) => void;
   /** A batch failed and its items go one at a time (a WARNING: it should not happen). */
   readonly onFallback?: (size: number, error: unknown) => void;
 }
@@ -70,7 +70,7 @@ export function batcher<I, O>(options: BatchOptions<I, O>): (item: I) => Promise
 
   const send = async (batch: Waiting<I, O>[]): Promise<void> => {
     try {
-      options.onBatch?.(batch.length);
+      options.onBatch?.(batch.map((w) => w.item));
       const results = batch.length === 1 ? [await options.one(batch[0]!.item)] : await options.many(batch.map((w) => w.item));
       batch.forEach((w, i) => w.resolve(results[i]!));
     } catch (error) {
