@@ -20,7 +20,7 @@ export interface ToolRunOptions {
   readonly signal: AbortSignal;
   readonly ids: Ids;
   readonly logger: Logger;
-  readonly toolContext: Omit<ToolContext, "signal" | "api">;
+  readonly toolContext: Omit<ToolContext, "signal" | "api" | "toolCallId">;
   /** The outbound client for calls made by one tool call. */
   readonly apiFor: (call: ToolCallScope) => ToolContext["api"];
 }
@@ -87,7 +87,7 @@ async function runTool(options: ToolRunOptions, id: string, name: string, args: 
   if (problems.length > 0)
     return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
   try {
-    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor({ tool: name, toolCallId: id, reason, ...(tool.redact ? { redact: tool.redact } : {}) }), signal: options.signal });
+    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor({ tool: name, toolCallId: id, reason, ...(tool.redact ? { redact: tool.redact } : {}) }), signal: options.signal, toolCallId: id });
     return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
   } catch (error) {
     if (options.signal.aborted) throw options.signal.reason;

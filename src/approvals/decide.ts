@@ -11,6 +11,8 @@ import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Store, ThreadRow } from "../store/ports.js";
 import type { ApprovalRecord } from "./types.js";
+import { decidedRelay } from "./relay.js";
+import type { JsonValue } from "../json.js";
 
 export interface DecisionRequest {
   readonly decision: "approve" | "reject";
@@ -58,6 +60,7 @@ export async function expireIfDue(book: DecisionBook, approval: ApprovalRecord, 
     decided_at: now,
     comment: null,
     dropCall: !book.keepDecidedCalls,
+    ...relayPatch(approval),
   });
   if (expired) {
     book.metrics.approvals.inc({ event: "expired" });
@@ -65,6 +68,12 @@ export async function expireIfDue(book: DecisionBook, approval: ApprovalRecord, 
     return expired;
   }
   return (await book.store.getApproval(approval.approval_id)) ?? approval;
+}
+
+/** A relayed decision's nested calls lose their query and body once decided (spec 2.3). */
+function relayPatch(a: ApprovalRecord): { relay?: { nested: JsonValue; effect: JsonValue } } {
+  const relay = decidedRelay(a.nested, a.effect);
+  return relay ? { relay } : {};
 }
 
 const notPending = (a: ApprovalRecord) =>
@@ -99,6 +108,7 @@ export async function recordDecision(
     decided_at: isoTime(book.clock.now()),
     comment: request.comment ?? null,
     dropCall: !book.keepDecidedCalls,
+    ...relayPatch(approval),
   });
   if (!decided) throw notPending((await book.store.getApproval(approvalId)) ?? approval);
   book.metrics.approvals.inc({ event: decided.status });

@@ -70,6 +70,13 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
       if (!existing) {
         if (!gate) return { kind: "free" };
         const now = clock.now();
+        let expires = now + gate.timeoutS * 1000;
+        if (call.relay) {
+          // A relayed decision must reach the peer before its own approval expires (spec 2.3).
+          const by = Date.parse(call.relay.expiresBy);
+          if (!(by > now)) throw new ApiPolicyError("the other agent's approval expires too soon to be relayed; nothing was sent");
+          expires = Math.min(expires, by);
+        }
         const record: ApprovalRecord = {
           approval_id: ids.runId(),
           thread_id: ctx.threadId,
@@ -86,10 +93,10 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
           decided_by: null,
           decided_via: null,
           digest,
-          nested: null,
-          effect: null,
+          nested: call.relay?.nested ?? null,
+          effect: call.relay?.effect ?? null,
           created_at: isoTime(now),
-          expires_at: isoTime(now + gate.timeoutS * 1000),
+          expires_at: isoTime(expires),
           decided_at: null,
           comment: null,
           outcome: null,
@@ -149,6 +156,13 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
     },
     async answered(approvalId, response) {
       await store.recordApprovalResult(approvalId, response);
+    },
+    async recorded(threadId, toolCallId) {
+      const all = await store.listApprovals({ thread_id: threadId, limit: 100, offset: 0 });
+      return all
+        .filter((a) => a.internal.tool_call_id === toolCallId)
+        .reverse()
+        .map((a) => ({ approvalId: a.approval_id, status: a.status, body: a.internal.call.body ?? null, nested: a.nested, comment: a.comment }));
     },
   };
 }

@@ -14,12 +14,12 @@ import type { JsonValue } from "../json.js";
 import type { Logger } from "../observability/logger.js";
 import { type Credential, credentialFor } from "./credential.js";
 import type { ApiPolicy, Policy } from "./document.js";
-import type { ApprovalGate, HeldCall } from "./gate.js";
+import type { ApprovalGate, HeldCall, RelayRecord } from "./gate.js";
 import { type JudgedRequest, judgeRequest } from "./judge-request.js";
 import type { LabelIndex } from "./labels.js";
 import { TokenBucket } from "./limits.js";
 import { exchange, type ExchangeState, type OutboundCall } from "./outbound.js";
-import type { ApiClient, ApiRequest, ApiResponse } from "./types.js";
+import type { ApiRequest, ApiResponse, PeerApiClient } from "./types.js";
 import { queryString } from "./wire.js";
 
 export interface PolicyClientOptions {
@@ -43,6 +43,8 @@ export interface RunScope {
   readonly logger: Logger;
   /** The run resumes after an approval decision. */
   readonly resumed: boolean;
+  /** The user's own words of this run (a delegated run: those its caller forwarded), for peers. */
+  readonly originWords?: string;
 }
 
 /** Which tool call the calls come from, and the model's words of that turn. */
@@ -56,7 +58,7 @@ export interface ToolCallScope {
 
 export interface PolicyClient {
   /** A client for one run, then for one tool call of it. */
-  forRun(scope: RunScope): (call: ToolCallScope) => ApiClient;
+  forRun(scope: RunScope): (call: ToolCallScope) => PeerApiClient;
 }
 
 export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
@@ -74,6 +76,9 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
       }, { once: true });
       return (toolCall) => ({
         request: (apiName, request) => send(run, toolCall, apiName, request),
+        relayDecision: (apiName, request, relay) => send(run, toolCall, apiName, request, relay),
+        recorded: async () => (options.gate ? options.gate.recorded(scope.threadId, toolCall.toolCallId) : []),
+        originWords: scope.originWords,
       });
     },
   };
@@ -92,11 +97,11 @@ interface RunCalls {
 }
 
 /** One call, in the order that matters: every refusal is decided before anything is sent. */
-async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, request: ApiRequest): Promise<ApiResponse> {
+async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, request: ApiRequest, relay?: RelayRecord): Promise<ApiResponse> {
   const { options } = run;
   const redact = [...(toolCall.redact ?? []), ...(request.redact ?? [])];
   const judged = judgeRequest(options.policy, options.labels, apiName, redact.length > 0 ? { ...request, redact } : request);
-  const hold = await holdForApproval(run, toolCall, judged);
+  const hold = await holdForApproval(run, toolCall, relay ? { ...judged, held: { ...judged.held, relay } } : judged);
   if (hold.kind === "answered") return hold.response;
   const { api } = judged;
   const credential = credentialFor(options.tokens, api, run.scope.principal);

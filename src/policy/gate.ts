@@ -20,6 +20,30 @@ export interface HeldCall {
   readonly query: readonly (readonly [string, string])[];
   readonly body: JsonValue | undefined;
   readonly redact: readonly string[];
+  /**
+   * Set by the built-in peer tools only: the call decides a peer agent's approval that relays
+   * through this agent; the approval asked here shows it (`nested`, `effect`) and expires
+   * before it (spec 2.3).
+   */
+  readonly relay?: RelayRecord;
+}
+
+/** What a relayed decision's approval records beside the call (approvals/relay.ts builds it). */
+export interface RelayRecord {
+  readonly nested: Readonly<Record<string, JsonValue>>;
+  readonly effect: Readonly<Record<string, JsonValue>>;
+  /** The latest the approval here may expire (ISO 8601). */
+  readonly expiresBy: string;
+}
+
+/** An approval a tool call asked for earlier, as a resumed run's tool reads it back. */
+export interface RecordedApproval {
+  readonly approvalId: string;
+  readonly status: "pending" | "approved" | "rejected" | "expired";
+  /** The recorded call's body (null once its answer is kept). */
+  readonly body: JsonValue | null;
+  readonly nested: JsonValue;
+  readonly comment: string | null;
 }
 
 /** Where the call comes from: the run, the tool call, and who asked. */
@@ -58,4 +82,6 @@ export interface ApprovalGate {
   claim(approvalId: string): Promise<boolean>;
   /** Keeps the answer of a sent approved call. */
   answered(approvalId: string, response: ApiResponse): Promise<void>;
+  /** The approvals one tool call of a thread asked for, oldest first. */
+  recorded(threadId: string, toolCallId: string): Promise<readonly RecordedApproval[]>;
 }

@@ -4,6 +4,7 @@
  */
 import { ApiPolicyError } from "../errors.js";
 import type { JsonValue } from "../json.js";
+import type { RecordedApproval, RelayRecord } from "./gate.js";
 
 /** One entry of a tool's declared calls (spec 2.8). */
 export interface DeclaredCall {
@@ -36,6 +37,26 @@ export interface ApiResponse {
 
 export interface ApiClient {
   request(api: string, request: ApiRequest): Promise<ApiResponse>;
+}
+
+/**
+ * Internal: the client of one tool call as the built-in peer tools (a2a/peers) use it. A tool made
+ * with defineTool is typed with ApiClient and never relies on the rest.
+ */
+export interface PeerApiClient extends ApiClient {
+  /**
+   * Sends a decision on a peer agent's approval that relays through this agent: when the policy
+   * gates it (it must: spec 2.7), the approval asked here shows `relay` and expires before it.
+   */
+  relayDecision(api: string, request: ApiRequest, relay: RelayRecord): Promise<ApiResponse>;
+  /** The approvals this tool call asked for in earlier runs of the turn, oldest first. */
+  recorded(): Promise<readonly RecordedApproval[]>;
+  /** The user's own words of this run, to forward to a peer (the origin extension); undefined when unknown. */
+  readonly originWords: string | undefined;
+}
+
+export function isPeerApiClient(client: ApiClient): client is PeerApiClient {
+  return typeof (client as Partial<PeerApiClient>).relayDecision === "function";
 }
 
 export const noPolicyClient: ApiClient = {

@@ -191,7 +191,8 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       persist,
       toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(framing.userWords) },
       apiFor: ctx.agent.policyClient
-        ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined })
+        ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined,
+            originWords: caller.principal.actor ? input.origin : request })
         : () => noPolicyClient,
       isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
       ...structuredFor(ctx, model.structuredOutput),

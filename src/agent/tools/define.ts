@@ -8,6 +8,8 @@ export interface ToolContext {
   readonly principal: PublicPrincipal;
   readonly threadId: string;
   readonly runId: string;
+  /** The model's id of this tool call (stable when a resumed run runs the tool again). */
+  readonly toolCallId: string;
   /** Aborted when the run is cancelled, times out or is interrupted. */
   readonly signal: AbortSignal;
   /** Every outbound call goes through this client (the policy decides it). */

@@ -179,6 +179,7 @@ export function createMemoryStore(): Store {
         decided_at: d.decided_at,
         comment: d.comment,
         ...(d.dropCall ? { query: null, body: null } : {}),
+        ...(d.relay ? { nested: d.relay.nested, effect: d.relay.effect } : {}),
       };
       approvals.set(approvalId, next);
       return next;

@@ -37,7 +37,7 @@ export function createApprovalStore(sql: Sql, guard: Guard): ApprovalStore {
     }),
     decideApproval: (id, d: ApprovalDecision) => guard(async () => {
       const patch = withoutNul({ status: d.status, decided_by: d.decided_by, decided_via: d.decided_via, decided_at: d.decided_at, comment: d.comment });
-      const drop = d.dropCall ? { query: null, body: null } : {};
+      const drop = { ...(d.dropCall ? { query: null, body: null } : {}), ...(d.relay ? withoutNul({ nested: d.relay.nested, effect: d.relay.effect }) : {}) };
       const [r] = await sql`
         UPDATE approvals SET status = ${d.status},
           shown = shown || ${sql.json(patch as never)} || ${sql.json(drop as never)}

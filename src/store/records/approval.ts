@@ -71,6 +71,8 @@ export interface ApprovalDecision {
   readonly comment: string | null;
   /** Drop the shown query and body (decided, and TRACE_CAPTURE is not full). */
   readonly dropCall: boolean;
+  /** A relayed decision's `nested` and `effect` without their calls' query and body (spec 2.3: dropped once decided). */
+  readonly relay?: { readonly nested: JsonValue; readonly effect: JsonValue };
 }
 
 export interface ListApprovalsQuery {
