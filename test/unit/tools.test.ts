@@ -8,6 +8,7 @@ const ctx: ToolContext = {
   principal: { id: "user-1", roles: [], attributes: {}, actor: null },
   threadId: "t1",
   runId: "r1",
+  toolCallId: "c1",
   signal: new AbortController().signal,
   api: noPolicyClient,
   userMentioned: () => false,
