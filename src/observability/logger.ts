@@ -16,6 +16,8 @@ export interface Logger {
   error(message: string, fields?: LogFields): void;
   /** A logger that adds these fields (request_id, run_id, ...) to every record. */
   child(fields: LogFields, name?: string): Logger;
+  /** The request id its records carry, if any (passed on to peers: PROPAGATE_TRACE_HEADERS). */
+  readonly requestId?: string | undefined;
 }
 
 export interface LoggerOptions {
@@ -69,6 +71,10 @@ class BoundLogger implements Logger {
   }
   child(fields: LogFields, name?: string): Logger {
     return new BoundLogger(this.sink, name ?? this.name, { ...this.bound, ...fields });
+  }
+  get requestId(): string | undefined {
+    const id = this.bound.request_id;
+    return typeof id === "string" ? id : undefined;
   }
 
   private emit(level: LogLevel, message: string, fields?: LogFields): void {
