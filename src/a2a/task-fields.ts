@@ -19,11 +19,19 @@ export function taskFields(outcome: RunOutcome, artifactId: string): Partial<Tas
   return { state: "failed", status_parts: [{ kind: "text", text: `The run failed (${code}).` }, { kind: "data", data: { type: "error", code } }], run_id: null };
 }
 
+/** A relayed decision's effect (spec 4.5): the call that will really happen, where, and through whom. */
+function effectText(effect: JsonValue | undefined): string {
+  if (!effect || typeof effect !== "object" || Array.isArray(effect)) return "";
+  const via = Array.isArray(effect.via) && effect.via.length > 0 ? ` via ${effect.via.map(String).join(", ")}` : "";
+  const body = effect.body === null || effect.body === undefined ? "" : ` with body ${JSON.stringify(effect.body).slice(0, 2000)}`;
+  return `; it approves ${String(effect.method)} ${String(effect.path)} on API ${String(effect.api)} by agent ${String(effect.agent)}${via}${body}`;
+}
+
 /** Input-required, listing `ids`; each call's body shows at most 2000 characters of JSON. */
 export function awaiting(ids: string[], approvals: Record<string, JsonValue>[]): Partial<TaskRecord> {
   const lines = approvals.map((a) => {
     const body = a.body === null || a.body === undefined ? "" : ` with body ${JSON.stringify(a.body).slice(0, 2000)}`;
-    return `${String(a.method)} ${String(a.path)} on API ${String(a.api)}${body} waits for approval ${String(a.approval_id)}`;
+    return `${String(a.method)} ${String(a.path)} on API ${String(a.api)}${body} waits for approval ${String(a.approval_id)}${effectText(a.effect)}`;
   });
   return {
     state: "input-required",

@@ -54,3 +54,16 @@ describe("decidedRelay", () => {
     expect(decidedRelay(null, null)).toBeUndefined();
   });
 });
+
+describe("an input-required task naming a relayed decision (spec 4.5)", () => {
+  it("its text part names the call that will really happen, the agent making it and the agents between", async () => {
+    const { awaiting } = await import("../../src/a2a/task-fields.js");
+    const inner = relayOf("c", null, reported)!;
+    const outer = relayOf("b", null, { ...reported, nested: inner.nested, effect: inner.effect })!;
+    const fields = awaiting(["x"], [{ approval_id: "x", method: "POST", path: "/a2a/app", api: "b", body: null, nested: outer.nested, effect: outer.effect }]);
+    const text = (fields.status_parts![0] as { text: string }).text;
+    expect(text).toBe('POST /a2a/app on API b waits for approval x; it approves POST /orders on API orders by agent c via b with body {"item":"book"}');
+    const plain = awaiting(["y"], [{ approval_id: "y", method: "POST", path: "/orders", api: "orders", body: null, effect: null }]);
+    expect((plain.status_parts![0] as { text: string }).text).toBe("POST /orders on API orders waits for approval y");
+  });
+});
