@@ -22,6 +22,7 @@ import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics } from "./observability/metrics.js";
 import { authCompatibilityProblems } from "./policy/auth-fit.js";
 import { createPolicyClient } from "./policy/client.js";
+import { tokenExchangerFor } from "./policy/exchange.js";
 import type { ApprovalGate } from "./policy/gate.js";
 import { preparePolicy } from "./policy/setup.js";
 import { type AgentSetup, createRunRegistry, createRuns, LEASE_TIMINGS, type LeaseTimings, type Runs, threadLeases } from "./runs/index.js";
@@ -136,12 +137,13 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   const hashPrincipal = createPrincipalHasher(settings.PRINCIPAL_HASH_SALT);
   const pauses = new PauseBook();
   const gate = options.approvalGate ?? createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses });
+  const exchanger = policy && tokenExchangerFor(policy.policy, settings, { fetch: outboundFetch, clock, logger, metrics });
   const agent: AgentSetup = {
     model: options.model ? () => options.model! : modelFactory(settings, (input, init) => fetch(input, init)),
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
     tools,
     responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
-    policyClient: policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate }),
+    policyClient: policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate, exchanger }),
   };
   checkStructuredStrategy(settings, agent);
 

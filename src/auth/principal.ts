@@ -31,8 +31,12 @@ export interface Principal {
   /** Secrets by API name (the `credentials` attribute): never persisted, logged or traced. */
   readonly credentials: Readonly<Record<string, string>>;
   readonly actor: Actor | null;
-  /** The caller's own verified bearer token (jwt): a secret, forwarded only per `forward_audience`. */
-  readonly token?: { readonly raw: string; readonly audiences: readonly string[] };
+  /**
+   * The caller's own verified bearer token (jwt): a secret, forwarded only per `forward_audience`
+   * or exchanged for `auth: exchange` APIs. `expiresAt` (epoch ms, from `exp`) bounds how long a
+   * token exchanged for it is reused.
+   */
+  readonly token?: { readonly raw: string; readonly audiences: readonly string[]; readonly expiresAt?: number };
 }
 
 /** What tools see: never the credentials. `@actor` is published as an attribute (spec 2.1). */

@@ -12,8 +12,9 @@ import type { Clock } from "../clock.js";
 import { ApiCallError, ApiPolicyError } from "../errors.js";
 import type { JsonValue } from "../json.js";
 import type { Logger } from "../observability/logger.js";
-import { type Credential, credentialFor } from "./credential.js";
+import { type Credential, credentialFor, exchangedCredential } from "./credential.js";
 import type { ApiPolicy, Policy } from "./document.js";
+import type { TokenExchanger } from "./exchange.js";
 import type { ApprovalGate, HeldCall, RelayRecord } from "./gate.js";
 import { type JudgedRequest, judgeRequest } from "./judge-request.js";
 import type { LabelIndex } from "./labels.js";
@@ -33,6 +34,8 @@ export interface PolicyClientOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly gate: ApprovalGate | undefined;
+  /** Exchanges the caller's token for `auth: exchange` APIs (exchange.ts); absent, they are refused. */
+  readonly exchanger?: TokenExchanger;
 }
 
 export interface RunScope {
@@ -104,8 +107,11 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   const hold = await holdForApproval(run, toolCall, relay ? { ...judged, held: { ...judged.held, relay } } : judged);
   if (hold.kind === "answered") return hold.response;
   const { api } = judged;
-  const credential = credentialFor(options.tokens, api, run.scope.principal);
+  let credential = credentialFor(options.tokens, api, run.scope.principal);
   takeLimits(run, api);
+  // Exchanged after the gate and the limits, before the claim: a failed exchange leaves an
+  // approved call unclaimed, and the issuer never hears of a call refused anyway (spec 5.8).
+  if (api.auth === "exchange") credential = await exchangedCredential(options.exchanger, api, run.scope.principal, run.scope.logger);
   const { call, approvalId } = hold;
   // Claimed only now that every refusal is decided: a call claimed once is never sent again.
   if (approvalId !== undefined && !(await options.gate!.claim(approvalId)))

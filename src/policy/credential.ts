@@ -1,11 +1,14 @@
 /**
  * The credential the policy puts on an outbound call (spec 8): none, the API's own bearer token,
- * or the caller's credential forwarded. Decided before anything is sent, so a missing credential
- * refuses the call instead of sending it without one.
+ * the caller's credential forwarded, or a token exchanged for the caller's (spec 5.8). Decided
+ * before anything is sent, so a missing credential refuses the call instead of sending it
+ * without one.
  */
 import type { Principal } from "../auth/principal.js";
 import { ApiPolicyError } from "../errors.js";
+import type { Logger } from "../observability/logger.js";
 import type { ApiPolicy } from "./document.js";
+import type { TokenExchanger } from "./exchange.js";
 
 export interface Credential {
   readonly header: string;
@@ -35,6 +38,17 @@ export function credentialFor(tokens: ReadonlyMap<string, string>, api: ApiPolic
       return { header: api.forwardHeader, value: credential };
     }
     case "exchange":
-      throw new ApiPolicyError(`token exchange for API ${api.name} is not available in this release; nothing was sent`);
+      // Exchanged later, by `exchangedCredential`: after the limits and just before sending.
+      return undefined;
   }
+}
+
+/**
+ * The credential of an `auth: exchange` API: `Bearer <token>` in its `forward_header`, the token
+ * exchanged for the caller's (exchange.ts). Without an exchanger (no TOKEN_EXCHANGE_URL, under
+ * dev) the call is refused, never sent without a credential.
+ */
+export async function exchangedCredential(exchanger: TokenExchanger | undefined, api: ApiPolicy, principal: Principal, logger: Logger): Promise<Credential> {
+  if (!exchanger) throw new ApiPolicyError(`token exchange for API ${api.name} is not configured (TOKEN_EXCHANGE_URL); nothing was sent`);
+  return { header: api.forwardHeader, value: `Bearer ${await exchanger.tokenFor(api, principal, logger)}` };
 }

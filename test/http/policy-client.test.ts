@@ -554,9 +554,9 @@ describe("refusals: approval and credentials", () => {
     expectRefused(await one({ method: "GET", path: "/me" }), "the caller has no credential to forward to API svc; nothing was sent");
   });
 
-  it("refuses auth exchange (not available in this release)", async () => {
+  it("refuses auth exchange when no token issuer is configured (TOKEN_EXCHANGE_URL unset, under dev)", async () => {
     await start({ svc: svc({ auth: "exchange", exchange: { audience: "svc-api" } }) }, { env: { APP_ENV: "dev" } });
-    expectRefused(await one({ method: "GET", path: "/me" }), "token exchange for API svc is not available in this release; nothing was sent");
+    expectRefused(await one({ method: "GET", path: "/me" }), "token exchange for API svc is not configured (TOKEN_EXCHANGE_URL); nothing was sent");
   });
 
   it("refuses a call to an API the policy does not name", async () => {

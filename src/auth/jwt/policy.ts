@@ -107,6 +107,7 @@ export async function createJwtPolicy(deps: Deps): Promise<JwtPolicy> {
     if (typeof subject !== "string" || subject === "") throw invalid("no principal claim");
     const actor = readActor(payload, s, invalid);
     const aud = payload.aud === undefined ? [] : Array.isArray(payload.aud) ? payload.aud.map(String) : [String(payload.aud)];
+    const exp = typeof payload.exp === "number" ? payload.exp * 1000 : Infinity;
     const principal: Principal = {
       id: subject,
       roles: readRoles(claimAt(payload, s.AUTH_JWT_ROLES_CLAIM)),
@@ -114,9 +115,8 @@ export async function createJwtPolicy(deps: Deps): Promise<JwtPolicy> {
       attributes: {},
       credentials: {},
       actor,
-      token: { raw: token, audiences: aud },
+      token: { raw: token, audiences: aud, ...(exp !== Infinity ? { expiresAt: exp } : {}) },
     };
-    const exp = typeof payload.exp === "number" ? payload.exp * 1000 : Infinity;
     const until = Math.min(exp, jwks ? jwks.validUntil : Infinity, clock.now() + 300_000);
     return { principal, until };
   };

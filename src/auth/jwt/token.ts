@@ -35,7 +35,8 @@ export function inspectToken(token: string, algorithms: ReadonlySet<string>): In
   return { header, payload };
 }
 
-function decodeJson(part: string): Record<string, unknown> {
+/** One base64url part of a compact token as a JSON object; throws TokenProblem otherwise. */
+export function decodeJson(part: string): Record<string, unknown> {
   let text: string;
   try {
     const b64 = part.replace(/-/g, "+").replace(/_/g, "/");
