@@ -206,3 +206,34 @@ describe("auth: exchange through the app", () => {
     expect(upstream.hits).toEqual([]);
   });
 });
+
+describe("startup with an auth: exchange API (outside dev)", () => {
+  const env = (over: Record<string, string | undefined>) =>
+    Object.fromEntries(
+      Object.entries({
+        AUTH_POLICY: "jwt",
+        AUTH_JWT_JWKS_URL: jwks.url,
+        AUTH_JWT_ISSUER: ISS,
+        AUTH_JWT_AUDIENCE: AUD,
+        ORDERS_URL: upstream.base,
+        TOKEN_EXCHANGE_URL: exchangeUrl,
+        TOKEN_EXCHANGE_CLIENT_ID: "agent-a",
+        TOKEN_EXCHANGE_CLIENT_SECRET: "secret-a",
+        ...over,
+      }).filter((e): e is [string, string] => e[1] !== undefined),
+    );
+  const boot = (over: Record<string, string | undefined>) => makeApp(env(over), { clock, policyText: POLICY(), tools: [createOrder] });
+
+  it("refuses to start without the issuer's URL, client id or secret, naming each", async () => {
+    for (const v of ["TOKEN_EXCHANGE_URL", "TOKEN_EXCHANGE_CLIENT_ID", "TOKEN_EXCHANGE_CLIENT_SECRET"])
+      await expect(boot({ [v]: undefined }), v).rejects.toThrow(new RegExp(`apis\\.orders\\.auth exchange needs ${v}`));
+  });
+
+  it("refuses a plain-http issuer URL that is not loopback unless TOKEN_EXCHANGE_ALLOW_HTTP=true; https starts", async () => {
+    await expect(boot({ TOKEN_EXCHANGE_URL: "http://issuer.example.test/token" })).rejects.toThrow(/TOKEN_EXCHANGE_URL must be https/);
+    for (const over of [{ TOKEN_EXCHANGE_URL: "http://issuer.example.test/token", TOKEN_EXCHANGE_ALLOW_HTTP: "true" }, { TOKEN_EXCHANGE_URL: "https://issuer.example.test/token" }]) {
+      app = await boot(over);
+      await app.close();
+    }
+  });
+});
