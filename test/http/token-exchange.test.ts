@@ -88,20 +88,25 @@ beforeEach(async () => {
 });
 afterEach(async () => app?.close());
 
+/** The app's environment: jwt with the loopback key set, the token issuer, the upstream; `over` wins (undefined unsets). */
+function appEnv(over: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = {
+    AUTH_POLICY: "jwt",
+    AUTH_JWT_JWKS_URL: jwks.url,
+    AUTH_JWT_ISSUER: ISS,
+    AUTH_JWT_AUDIENCE: AUD,
+    ORDERS_URL: upstream.base,
+    TOKEN_EXCHANGE_URL: exchangeUrl,
+    TOKEN_EXCHANGE_CLIENT_ID: "agent-a",
+    TOKEN_EXCHANGE_CLIENT_SECRET: "secret-a",
+    ...over,
+  };
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
 async function start(approvers?: string): Promise<TestApp> {
-  app = await makeApp(
-    {
-      AUTH_POLICY: "jwt",
-      AUTH_JWT_JWKS_URL: jwks.url,
-      AUTH_JWT_ISSUER: ISS,
-      AUTH_JWT_AUDIENCE: AUD,
-      ORDERS_URL: upstream.base,
-      TOKEN_EXCHANGE_URL: exchangeUrl,
-      TOKEN_EXCHANGE_CLIENT_ID: "agent-a",
-      TOKEN_EXCHANGE_CLIENT_SECRET: "secret-a",
-    },
-    { clock, store, policyText: POLICY(approvers), tools: [getTool("list_orders", "/orders"), getTool("read_secret", "/secret", false), createOrder] },
-  );
+  const tools = [getTool("list_orders", "/orders"), getTool("read_secret", "/secret", false), createOrder];
+  app = await makeApp(appEnv(), { clock, store, policyText: POLICY(approvers), tools });
   return app;
 }
 
@@ -208,21 +213,7 @@ describe("auth: exchange through the app", () => {
 });
 
 describe("startup with an auth: exchange API (outside dev)", () => {
-  const env = (over: Record<string, string | undefined>) =>
-    Object.fromEntries(
-      Object.entries({
-        AUTH_POLICY: "jwt",
-        AUTH_JWT_JWKS_URL: jwks.url,
-        AUTH_JWT_ISSUER: ISS,
-        AUTH_JWT_AUDIENCE: AUD,
-        ORDERS_URL: upstream.base,
-        TOKEN_EXCHANGE_URL: exchangeUrl,
-        TOKEN_EXCHANGE_CLIENT_ID: "agent-a",
-        TOKEN_EXCHANGE_CLIENT_SECRET: "secret-a",
-        ...over,
-      }).filter((e): e is [string, string] => e[1] !== undefined),
-    );
-  const boot = (over: Record<string, string | undefined>) => makeApp(env(over), { clock, policyText: POLICY(), tools: [createOrder] });
+  const boot = (over: Record<string, string | undefined>) => makeApp(appEnv(over), { clock, policyText: POLICY(), tools: [createOrder] });
 
   it("refuses to start without the issuer's URL, client id or secret, naming each", async () => {
     for (const v of ["TOKEN_EXCHANGE_URL", "TOKEN_EXCHANGE_CLIENT_ID", "TOKEN_EXCHANGE_CLIENT_SECRET"])
