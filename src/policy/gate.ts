@@ -5,7 +5,9 @@
  */
 import type { Principal } from "../auth/principal.js";
 import type { JsonValue } from "../json.js";
-import type { ApiResponse } from "./types.js";
+import type { ApiResponse, RecordedApproval, RelayRecord } from "./types.js";
+
+export type { RecordedApproval, RelayRecord } from "./types.js";
 import type { Gate } from "./document.js";
 
 /** The call exactly as it would be sent. */
@@ -26,24 +28,6 @@ export interface HeldCall {
    * before it (spec 2.3).
    */
   readonly relay?: RelayRecord;
-}
-
-/** What a relayed decision's approval records beside the call (approvals/relay.ts builds it). */
-export interface RelayRecord {
-  readonly nested: Readonly<Record<string, JsonValue>>;
-  readonly effect: Readonly<Record<string, JsonValue>>;
-  /** The latest the approval here may expire (ISO 8601). */
-  readonly expiresBy: string;
-}
-
-/** An approval a tool call asked for earlier, as a resumed run's tool reads it back. */
-export interface RecordedApproval {
-  readonly approvalId: string;
-  readonly status: "pending" | "approved" | "rejected" | "expired";
-  /** The recorded call's body (null once its answer is kept). */
-  readonly body: JsonValue | null;
-  readonly nested: JsonValue;
-  readonly comment: string | null;
 }
 
 /** Where the call comes from: the run, the tool call, and who asked. */

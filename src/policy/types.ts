@@ -4,7 +4,6 @@
  */
 import { ApiPolicyError } from "../errors.js";
 import type { JsonValue } from "../json.js";
-import type { RecordedApproval, RelayRecord } from "./gate.js";
 
 /** One entry of a tool's declared calls (spec 2.8). */
 export interface DeclaredCall {
@@ -37,6 +36,24 @@ export interface ApiResponse {
 
 export interface ApiClient {
   request(api: string, request: ApiRequest): Promise<ApiResponse>;
+}
+
+/** What a relayed decision's approval records beside the call (approvals/relay.ts builds it). */
+export interface RelayRecord {
+  readonly nested: Readonly<Record<string, JsonValue>>;
+  readonly effect: Readonly<Record<string, JsonValue>>;
+  /** The latest the approval here may expire (ISO 8601). */
+  readonly expiresBy: string;
+}
+
+/** An approval a tool call asked for earlier, as a resumed run's tool reads it back. */
+export interface RecordedApproval {
+  readonly approvalId: string;
+  readonly status: "pending" | "approved" | "rejected" | "expired";
+  /** The recorded call's body (null once its answer is kept). */
+  readonly body: JsonValue | null;
+  readonly nested: JsonValue;
+  readonly comment: string | null;
 }
 
 /**
