@@ -36,6 +36,11 @@ export interface PolicyClientOptions {
   readonly gate: ApprovalGate | undefined;
   /** Exchanges the caller's token for `auth: exchange` APIs (exchange.ts); absent, they are refused. */
   readonly exchanger?: TokenExchanger;
+  /**
+   * PROPAGATE_TRACE_HEADERS (spec 6.4): which calls carry the request's X-Request-ID: `peers`
+   * (default) calls to other agents and to forward/exchange APIs, `all` every call, `off` none.
+   */
+  readonly propagate?: "peers" | "all" | "off";
 }
 
 export interface RunScope {
@@ -117,6 +122,7 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   if (approvalId !== undefined && !(await options.gate!.claim(approvalId)))
     throw new ApiPolicyError("the approved call was already sent once; it is not sent again");
   const headers = addClientHeaders(judged.headers, api, approvalId, credential, call.body);
+  propagateRequestId(headers, api, options.propagate ?? "peers", run.scope.logger.requestId);
   const url = `${options.baseUrls.get(api.name)}${judged.path}${queryString(call.query)}`;
   const operation = judged.call.operationId ?? request.path;
   const response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation });
@@ -160,6 +166,16 @@ function takeLimits(run: RunCalls, api: ApiPolicy): void {
   const bucket = run.buckets.get(api.name);
   if (bucket && !bucket.take()) throw new ApiPolicyError(`API ${api.name} is over its rate limit (limits.rate_per_minute); try again later; nothing was sent`);
   run.counts.set(api.name, used + 1);
+}
+
+/**
+ * The request's id on calls that PROPAGATE_TRACE_HEADERS names, so one request can be followed
+ * across agents; a tool-set header wins. Approvals do not bind it (it is not part of the call
+ * shown), so a resumed run sends its own request's id.
+ */
+function propagateRequestId(headers: Record<string, string>, api: ApiPolicy, propagate: "peers" | "all" | "off", requestId: string | undefined): void {
+  if (requestId === undefined || propagate === "off" || headers["x-request-id"] !== undefined) return;
+  if (propagate === "all" || api.protocol === "a2a" || api.auth === "forward" || api.auth === "exchange") headers["x-request-id"] = requestId;
 }
 
 /** Adds the client's own headers to the tool's cleaned ones, in this order (later ones win). */

@@ -956,3 +956,42 @@ describe("answers", () => {
     expect(seen.map((s) => s.url).sort()).toEqual(["/v1/p1", "/v1/p3"]);
   });
 });
+
+describe("X-Request-ID on outbound calls (PROPAGATE_TRACE_HEADERS, spec 6.4)", () => {
+  const peer = {
+    base_url_env: "PEER_URL",
+    auth: "bearer",
+    token_env: "PEER_TOKEN",
+    protocol: "a2a",
+    a2a: { path: "/a2a" },
+    allowed_methods: ["POST"],
+    denied_operations: [{ a2a_operation: "approve" }],
+  };
+  const RID = "req-abc.123:xyz";
+  const toPeer = { api: "peer", method: "POST", path: "/a2a", body: { jsonrpc: "2.0", method: "GetTask", id: 1, params: { id: "t1" } } };
+  const toSvc = { method: "GET", path: "/plain" };
+  /** Both calls in one run under `setting`; the request ids each upstream call carried. */
+  async function carried(setting: string | undefined, svcHeaders: Record<string, string> = {}) {
+    await app?.close();
+    seen.length = 0;
+    await start({ svc: svc(), peer }, { env: setting === undefined ? {} : { PROPAGATE_TRACE_HEADERS: setting } });
+    const { events } = await chat(app!, { message: script([[toPeer, { ...toSvc, headers: svcHeaders }]]) }, { "X-Request-ID": RID });
+    expect(events.at(-1)?.data.status).toBe("ok");
+    const byPath = (p: string) => seen.find((s) => s.url.startsWith(p))?.headers["x-request-id"];
+    return { peer: byPath("/a2a"), svc: byPath("/v1/plain") };
+  }
+
+  it("peers (the default): the call to the other agent carries the request's id, a plain API does not", async () => {
+    expect(await carried(undefined)).toEqual({ peer: RID, svc: undefined });
+    expect(await carried("yes")).toEqual({ peer: RID, svc: undefined });
+  });
+
+  it("all: every call carries it; a header the tool set wins", async () => {
+    expect(await carried("all")).toEqual({ peer: RID, svc: RID });
+    expect(await carried("all", { "X-Request-ID": "tool-set" })).toEqual({ peer: RID, svc: "tool-set" });
+  });
+
+  it("off: no call carries it", async () => {
+    expect(await carried("off")).toEqual({ peer: undefined, svc: undefined });
+  });
+});
