@@ -12,9 +12,7 @@ import { ORIGIN_EXTENSION_URI } from "./origin.js";
  * APP_URL wins over it, and without either the card names `http://HOST:PORT` (spec 4.5).
  */
 export function agentCard(settings: Settings, options: { structured: boolean; auth: string }, requestOrigin?: string): Record<string, JsonValue> {
-  const host = settings.HOST.includes(":") ? `[${settings.HOST}]` : settings.HOST;
-  const base = (settings.APP_URL ?? requestOrigin ?? `http://${host}:${settings.PORT}`).replace(/\/+$/, "");
-  const url = `${base}/a2a/${settings.A2A_NAME}`;
+  const url = a2aUrl(settings, requestOrigin);
   const description = settings.A2A_DESCRIPTION ?? "A conversational agent with tools; it acts on APIs only as its policy allows.";
   return {
     name: settings.A2A_NAME,
@@ -43,4 +41,11 @@ export function agentCard(settings: Settings, options: { structured: boolean; au
     defaultOutputModes: options.structured ? ["application/json", "text/plain"] : ["text/plain"],
     skills: [{ id: "chat", name: "Chat", description, tags: ["chat"], ...(options.structured ? { outputModes: ["application/json"] } : {}) }],
   };
+}
+
+/** This agent's JSON-RPC URL: `APP_URL` (else the request's origin, else `http://HOST:PORT`) + `/a2a/<A2A_NAME>`. */
+export function a2aUrl(settings: Pick<Settings, "HOST" | "PORT" | "APP_URL" | "A2A_NAME">, requestOrigin?: string): string {
+  const host = settings.HOST.includes(":") ? `[${settings.HOST}]` : settings.HOST;
+  const base = (settings.APP_URL ?? requestOrigin ?? `http://${host}:${settings.PORT}`).replace(/\/+$/, "");
+  return `${base}/a2a/${settings.A2A_NAME}`;
 }

@@ -98,6 +98,12 @@ export function isHttpUrl(s: string): boolean {
   }
 }
 
+/** A URL host (brackets of an IPv6 literal allowed) that never leaves the machine: localhost, ::1, 127.0.0.0/8. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
 /** Header or environment variable names. */
 export const name = (pattern: RegExp, rule: string) =>
   z.preprocess(blankToUndefined, z.string().regex(pattern, { message: rule }).optional());

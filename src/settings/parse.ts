@@ -5,6 +5,7 @@
  */
 import { SettingsError, type SettingsProblem } from "../errors.js";
 import { settingsShape, type RawSettings } from "./schema.js";
+import { isLoopbackHost } from "./fields.js";
 
 export interface Settings extends RawSettings {
   /** `APP_ENV` is exactly `dev`. */
@@ -91,6 +92,5 @@ function isPostgresUrl(value: string): boolean {
 function secureOrLoopback(value: string): boolean {
   const u = new URL(value);
   if (u.protocol === "https:") return true;
-  const host = u.hostname.replace(/^\[|\]$/g, "");
-  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
+  return isLoopbackHost(u.hostname);
 }
