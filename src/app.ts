@@ -7,6 +7,7 @@ import type { Model } from "./agent/model.js";
 import { modelFactory } from "./agent/providers/index.js";
 import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./agent/structured.js";
 import type { Tool } from "./agent/tools/define.js";
+import { addPeerTools, peerTools } from "./a2a/peers/tools.js";
 import { createA2AService } from "./a2a/service.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { chooseAuthPolicy } from "./auth/choose.js";
@@ -122,6 +123,8 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     text: options.policyText,
   });
   for (const warning of policy?.warnings ?? []) logger.warning(warning);
+  // Built from the policy, so after it: ask_/status_/cancel_<api> for each protocol a2a API.
+  if (policy) addPeerTools(tools, peerTools({ ...policy, settings, clock, logger }));
 
   const outboundFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
   const auth = await chooseAuthPolicy(settings, options.authPolicy, { fetch: outboundFetch, clock, ids, logger });
