@@ -1,0 +1,52 @@
+/**
+ * What an exporter receives, as structural types on @opentelemetry/api only: the SDK's
+ * ReadableSpan and SpanExporter satisfy them, so the web-standard exporters here (fetch,
+ * vendor) plug into the SDK's span processors without the core importing the SDK.
+ */
+import type { Attributes, HrTime, Link, SpanContext, SpanKind, SpanStatus } from "@opentelemetry/api";
+
+export interface ExportEvent {
+  readonly name: string;
+  readonly time: HrTime;
+  readonly attributes?: Attributes | undefined;
+}
+
+export interface ExportSpan {
+  readonly name: string;
+  readonly kind: SpanKind;
+  spanContext(): SpanContext;
+  readonly parentSpanContext?: SpanContext | undefined;
+  readonly startTime: HrTime;
+  readonly endTime: HrTime;
+  readonly status: SpanStatus;
+  readonly attributes: Attributes;
+  readonly links: readonly Link[];
+  readonly events: readonly ExportEvent[];
+  readonly resource?: { readonly attributes: Attributes } | undefined;
+  readonly instrumentationScope?: { readonly name: string; readonly version?: string | undefined } | undefined;
+}
+
+/** The SDK's ExportResultCode: 0 success, 1 failed. */
+export interface ExportResult {
+  readonly code: 0 | 1;
+  readonly error?: Error | undefined;
+}
+
+export const EXPORT_SUCCESS: ExportResult = Object.freeze({ code: 0 });
+
+/** The SDK's SpanExporter, structurally. */
+export interface SpanExporterLike {
+  export(spans: ExportSpan[], resultCallback: (result: ExportResult) => void): void;
+  shutdown(): Promise<void>;
+  forceFlush?(): Promise<void>;
+}
+
+/** Nanoseconds since the epoch, as the decimal string OTLP/JSON writes 64-bit integers in. */
+export function hrTimeToNanos(time: HrTime): string {
+  return (BigInt(time[0]) * 1_000_000_000n + BigInt(time[1])).toString();
+}
+
+/** Milliseconds since the epoch (fractional). */
+export function hrTimeToMillis(time: HrTime): number {
+  return time[0] * 1000 + time[1] / 1e6;
+}
