@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ORIGIN_EXTENSION_URI } from "../../src/a2a/origin.js";
 import { chat, get, KEY, makeApp, type SseEvent, type TestApp } from "../helpers.js";
-import { type Peer, PEER_CARD_PATH, PEER_PATH, peerPolicy, sdkPeer } from "../support/a2a-peers.js";
+import { handPeer, type Peer, PEER_CARD_PATH, PEER_PATH, peerPolicy, sdkPeer, v10Card } from "../support/a2a-peers.js";
+import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
 import { served, type Served } from "../support/served.js";
 
 interface Sent {
@@ -20,6 +21,8 @@ interface Sent {
 
 const apps: TestApp[] = [];
 let b: Served;
+/** B with a gated orders API (a direct rule): its runs pause for the person at B. */
+let bGated: Served;
 let sdk10: Peer;
 let sdk10plain: Peer;
 let sdk03: Peer;
@@ -27,6 +30,7 @@ let sdk03plain: Peer;
 
 beforeAll(async () => {
   b = await served((base) => makeApp({ APP_URL: base }));
+  bGated = await served((base) => makeApp({ APP_URL: base, ORDERS_URL: "http://127.0.0.1:9" }, { tools: [createOrder], policyText: ordersPolicy() }));
   [sdk10, sdk10plain, sdk03, sdk03plain] = await Promise.all([
     sdkPeer({ version: "1.0", streaming: true }),
     sdkPeer({ version: "1.0", streaming: false }),
@@ -36,7 +40,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const a of apps) await a.close();
-  await Promise.all([b?.close(), sdk10?.close(), sdk10plain?.close(), sdk03?.close(), sdk03plain?.close()]);
+  await Promise.all([b?.close(), bGated?.close(), sdk10?.close(), sdk10plain?.close(), sdk03?.close(), sdk03plain?.close()]);
 });
 
 /** Agent A with `policy`, its outbound calls recorded in `sent` before they leave. */
@@ -130,10 +134,62 @@ describe("A asks B, another instance of this service", () => {
     expect(off.rpc()[0]!.params.message).not.toHaveProperty("metadata");
   });
 
+  it("B's run pauses for a direct rule at B: the streamed task is input-required, needs_direct_approval, nothing asked at A", async () => {
+    const a = await agentA(bPolicy(), { B_URL: bGated.base });
+    const { events } = await chat(a.app, { message: ask(GATED), thread_id: "t-gated" });
+    expect(events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+    expect(firstResult(events)).toMatchObject({
+      state: "input-required",
+      needs_direct_approval: true,
+      approvals: [{ approval_id: expect.any(String), waits_for: "POST /orders on API orders", decide_with: "direct" }],
+    });
+    expect(a.rpc().map((c) => c.method)).toEqual(["SendStreamingMessage"]);
+    expect(await (await a.app.fetch(get("/threads/t-gated/approvals"))).json()).toEqual([]);
+  });
+
+  it("the card is read once per A2A_CARD_TTL_S (A's clock), before every call with 0", async () => {
+    const clock = { t: Date.now(), now: () => clock.t };
+    const cardReads = (sent: Sent[]) => sent.filter((s) => s.method === "GET").length;
+    const sent: Sent[] = [];
+    const spy: typeof fetch = async (input, init = {}) => (sent.push({ method: init.method ?? "GET", url: String(input), headers: {}, body: null }), fetch(input, init));
+    const a = await makeApp({ PEER_TOKEN: KEY, B_URL: b.base, A2A_CARD_TTL_S: "60" }, { policyText: bPolicy(), fetch: spy, tools: [], clock });
+    apps.push(a);
+    await chat(a, { message: ask("one") });
+    await chat(a, { message: ask("two") });
+    expect(cardReads(sent)).toBe(1);
+    clock.t += 61_000;
+    await chat(a, { message: ask("three") });
+    expect(cardReads(sent)).toBe(2);
+
+    const every = await agentA(bPolicy(), { B_URL: b.base, A2A_CARD_TTL_S: "0" });
+    await chat(every.app, { message: ask("one") });
+    await chat(every.app, { message: ask("two") });
+    expect(cardReads(every.sent)).toBe(2);
+  });
+
   it("streaming denied by the policy: A sends SendMessage though B's card declares streaming", async () => {
     const a = await agentA(bPolicy("    denied_operations: [{ rpc_method: SendStreamingMessage }]\n"), { B_URL: b.base });
     expect(firstResult((await chat(a.app, { message: ask("no stream") })).events)).toMatchObject({ state: "completed", text: "echo: no stream" });
     expect(a.rpc().map((c) => c.method)).toEqual(["SendMessage"]);
+  });
+});
+
+describe("a bad card", () => {
+  it("naming another host, or no JSON-RPC interface: the tool fails saying so and nothing else is sent", async () => {
+    const cards = [(url: string) => v10Card(url.replace("127.0.0.1", "localhost")), (url: string) => ({ ...v10Card(url), supportedInterfaces: [{ url, protocolBinding: "GRPC", protocolVersion: "1.0" }] })];
+    const reasons = [/card of agent hand names another endpoint than the one the policy sends to; nothing else was sent/, /card of agent hand names no JSON-RPC interface/];
+    for (const [i, card] of cards.entries()) {
+      const peer = await handPeer(() => ({ error: { code: -32603 } }), card);
+      try {
+        const a = await agentA(peerPolicy("hand", "HAND_URL", PEER_PATH), { HAND_URL: peer.base });
+        const [result] = toolResults((await chat(a.app, { message: '/call ask_hand {"message":"hi"}' })).events);
+        expect(result!.is_error).toBe(true);
+        expect(result!.result).toMatch(reasons[i]!);
+        expect(peer.hits.map((h) => `${h.method} ${h.url}`)).toEqual([`GET ${PEER_CARD_PATH}`]);
+      } finally {
+        await peer.close();
+      }
+    }
   });
 });
 
