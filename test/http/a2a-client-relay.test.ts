@@ -58,13 +58,19 @@ const waiting = (approval: Record<string, unknown>) =>
 const done = (text: string) => task("TASK_STATE_COMPLETED", [], [{ artifactId: "a", name: "response", parts: [{ text }] }]);
 
 /** A peer whose task waits for approval p-1 (and, with `further`, then for p-2), as `rule` says. */
-async function gatedPeer(rule: "relayed" | "direct", options: { further?: boolean } = {}) {
+async function gatedPeer(rule: "relayed" | "direct", options: { further?: boolean; refuse?: boolean } = {}) {
   const expires = EXPIRES();
   const approvals = { "p-1": reported("p-1", rule, expires, `sha256:${"a".repeat(64)}`), "p-2": reported("p-2", rule, expires, `sha256:${"b".repeat(64)}`) };
   const peer = await handPeer((call) => {
     const decision = (call.params.message.parts as any[]).find((p) => p.data?.approval_id)?.data;
     if (!decision) return waiting(approvals["p-1"]);
     if (decision.decision === "reject") return done("not paid");
+    if (options.refuse) {
+      // As this service's server refuses a decision: the task still waits, with a note and the code.
+      const still = waiting(approvals["p-1"]);
+      still.task.status.message.parts.unshift({ text: "The decision names another digest." }, { data: { type: "error", code: "approval_digest_mismatch" } });
+      return still;
+    }
     if (options.further && decision.approval_id === "p-1") return waiting(approvals["p-2"]);
     return done("paid");
   });
@@ -72,8 +78,21 @@ async function gatedPeer(rule: "relayed" | "direct", options: { further?: boolea
   return { peer, approvals, expires };
 }
 
-async function agentA(peer: Peer): Promise<TestApp> {
-  const app = await makeApp({ PEER_TOKEN: KEY, B_URL: peer.base }, { policyText: peerPolicy("b", "B_URL", PEER_PATH), tools: [] });
+/** A's policy denies approve messages instead of gating them: nothing can be relayed. */
+const DENY_APPROVE = `
+apis:
+  b:
+    protocol: a2a
+    a2a: { path: ${PEER_PATH} }
+    base_url_env: B_URL
+    auth: bearer
+    token_env: PEER_TOKEN
+    allowed_methods: [GET, POST]
+    denied_operations: [{ a2a_operation: approve }]
+`;
+
+async function agentA(peer: Peer, policy = peerPolicy("b", "B_URL", PEER_PATH)): Promise<TestApp> {
+  const app = await makeApp({ PEER_TOKEN: KEY, B_URL: peer.base }, { policyText: policy, tools: [] });
   opened.push(app);
   return app;
 }
@@ -151,6 +170,16 @@ describe("a relayed rule at the peer", () => {
     expect(JSON.parse(toolResult(events).result)).toMatchObject({ state: "completed", text: "paid" });
     expect(decisions(peer).map((d) => `${d.approval_id} ${d.decision}`)).toEqual(["p-1 approve", "p-2 approve"]);
   });
+
+  it("a decision the peer refuses is reported (its code, needs_direct_approval), never sent twice", async () => {
+    const { peer } = await gatedPeer("relayed", { refuse: true });
+    const app = await agentA(peer);
+    const mine = await pausedAsk(app, "t-refused");
+    const events = await decide(app, "t-refused", mine, "approve");
+    expect(events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+    expect(JSON.parse(toolResult(events).result)).toMatchObject({ state: "input-required", needs_direct_approval: true, error_code: "approval_digest_mismatch", approvals: [{ approval_id: "p-1" }] });
+    expect(decisions(peer)).toHaveLength(1);
+  });
 });
 
 describe("a direct rule at the peer", () => {
@@ -166,6 +195,15 @@ describe("a direct rule at the peer", () => {
       approvals: [{ approval_id: "p-1", waits_for: "POST /pay on API bank", decide_with: "direct" }],
     });
     expect(await approvalsAt(app, "t-direct")).toEqual([]);
+    expect(peer.rpc()).toHaveLength(1);
+  });
+
+  it("a relayed rule, but A's policy denies approve messages: reported like a direct one, nothing asked at A", async () => {
+    const { peer } = await gatedPeer("relayed");
+    const app = await agentA(peer, DENY_APPROVE);
+    const { events } = await chat(app, { message: ASK, thread_id: "t-denied" });
+    expect(JSON.parse(toolResult(events).result)).toMatchObject({ state: "input-required", needs_direct_approval: true, approvals: [{ approval_id: "p-1", decide_with: "relayed" }] });
+    expect(await approvalsAt(app, "t-denied")).toEqual([]);
     expect(peer.rpc()).toHaveLength(1);
   });
 });

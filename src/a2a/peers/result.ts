@@ -1,8 +1,9 @@
 /**
  * A peer's task as the model reads it (CONTRACT 6): a JSON object with `task_id`, `context_id`,
  * `state` (lower case) and `text`: the text parts of the artifacts, else of the status message,
- * joined (artifacts and message parts by a line break), cut at A2A_REPLY_MAX_CHARS code points and then ending `[truncated]`. A failed task
- * adds the error code its data part names.
+ * joined (artifacts and message parts by a line break), cut at A2A_REPLY_MAX_CHARS code points
+ * and then ending `[truncated]`. A failed task (or a refused decision) adds the error code its
+ * data part names.
  */
 import type { JsonValue } from "../../json.js";
 import { isObject, type PeerPart, type PeerTask } from "./reply.js";
@@ -44,7 +45,8 @@ export function statusData(task: PeerTask, type: string): Json | undefined {
 }
 
 export function peerResult(task: PeerTask, maxChars: number, extra: Json = {}): Json {
-  const error = task.state === "failed" ? statusData(task, "error") : undefined;
+  // A failed task's code, or the code of a decision the peer refused (the task still waits).
+  const error = statusData(task, "error");
   return {
     task_id: task.taskId,
     context_id: task.contextId,

@@ -10,7 +10,7 @@ import type { JsonValue } from "../../json.js";
 import { isPeerApiClient } from "../../policy/types.js";
 import type { PeerCard } from "./card.js";
 import { decisionMethod, relayApprovals, relayedOf, replayDecisions, sortApprovals, waitingApprovals } from "./relay.js";
-import type { PeerTask } from "./reply.js";
+import { isObject, type PeerTask } from "./reply.js";
 import { peerResult } from "./result.js";
 import type { Session } from "./session.js";
 
@@ -30,7 +30,11 @@ function shown(a: Json): Json {
   };
 }
 
-export async function settle(s: Session, first: PeerTask, knownCard?: PeerCard): Promise<Json> {
+/**
+ * `decided`: the peer approvals this tool call already sent a decision on. One that still waits
+ * (the peer refused the decision: its note is in the text) is reported, never decided twice.
+ */
+export async function settle(s: Session, first: PeerTask, knownCard?: PeerCard, decided: Set<string> = new Set()): Promise<Json> {
   let task = first;
   let card = knownCard;
   for (let round = 0; ; round++) {
@@ -39,9 +43,13 @@ export async function settle(s: Session, first: PeerTask, knownCard?: PeerCard):
     const approvals = task.state === "input-required" ? waitingApprovals(task) : [];
     if (approvals.length === 0) return peerResult(task, s.settings.replyMaxChars);
     const canRelay = isPeerApiClient(s.ctx.api) && decisionMethod(s.peer, "approve", card) !== undefined && round < MAX_RELAY_ROUNDS;
-    const { relayed, direct } = sortApprovals(s.peer.name, card, approvals, canRelay);
-    if (relayed.length === 0)
-      return peerResult(task, s.settings.replyMaxChars, { needs_direct_approval: true, approvals: direct.map(shown) });
+    const fresh = approvals.filter((a) => !decided.has(String(a.approval_id)));
+    const { relayed, direct } = sortApprovals(s.peer.name, card, fresh, canRelay);
+    if (relayed.length === 0) {
+      const waiting = [...direct, ...approvals.filter((a) => !fresh.includes(a))];
+      return peerResult(task, s.settings.replyMaxChars, { needs_direct_approval: true, approvals: waiting.map(shown) });
+    }
+    for (const { reported } of relayed) decided.add(String(reported.approval_id));
     task = await relayApprovals(s, card, task, relayed);
   }
 }
@@ -68,5 +76,6 @@ export async function resumeRelayed(s: Session): Promise<Json | undefined> {
   }
   // Every decision was sent and answered by an earlier run that stopped before its tool call ended.
   if (!replayed.task) throw new ApiCallError(`the decision reached the agent ${s.peer.name} earlier, but its answer is not kept here; nothing was sent again`);
-  return settle(s, replayed.task);
+  const decided = new Set(relayed.flatMap((r) => (isObject(r.nested) && typeof r.nested.approval_id === "string" ? [r.nested.approval_id] : [])));
+  return settle(s, replayed.task, undefined, decided);
 }
