@@ -7,7 +7,8 @@ import { expect } from "vitest";
 import { defineTool } from "../../src/index.js";
 import { chat } from "../helpers.js";
 
-export function ordersPolicy(options: { approvers?: string; methods?: readonly string[]; timeoutS?: number } = {}): string {
+/** `relayers`: the rule relays the requester's decision through these agents (decide_with: relayed). */
+export function ordersPolicy(options: { approvers?: string; methods?: readonly string[]; timeoutS?: number; relayers?: readonly string[] } = {}): string {
   return `
 apis:
   orders:
@@ -18,7 +19,7 @@ apis:
       required_for: { methods: [POST] }
       approvers: ${options.approvers ?? "[requester]"}
       timeout_s: ${options.timeoutS ?? 600}
-`;
+${options.relayers ? `      decide_with: relayed\n      relayers: [${options.relayers.join(", ")}]\n` : ""}`;
 }
 
 export const createOrder = defineTool({
