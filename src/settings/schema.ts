@@ -150,6 +150,19 @@ export const settingsShape = {
   TRACEVENDOR_ENDPOINT: url(),
   OTEL_EXPORTER_OTLP_ENDPOINT: url(),
   OTEL_SERVICE_NAME: text(),
+  // The standard OTLP exporter and batch processor variables the runtime entries honour (CONTRACT
+  // 7); parsed here so a bad value stops startup with the others. grpc is not offered.
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: oneOf(["http/protobuf", "http/json"] as const, "http/protobuf"),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: oneOf(["http/protobuf", "http/json"] as const),
+  OTEL_EXPORTER_OTLP_HEADERS: text(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: text(),
+  OTEL_EXPORTER_OTLP_TIMEOUT: int(10_000, 1, 600_000),
+  OTEL_BSP_SCHEDULE_DELAY: int(5000, 0, 3_600_000),
+  OTEL_BSP_EXPORT_TIMEOUT: int(30_000, 1, 600_000),
+  OTEL_BSP_MAX_QUEUE_SIZE: int(2048, 1, 1_000_000),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: int(512, 1, 1_000_000),
+  OTEL_RESOURCE_ATTRIBUTES: text(),
   TRACE_CAPTURE: oneOf(["metadata", "full"] as const, "metadata"),
   PROPAGATE_TRACE_HEADERS: z.preprocess(
     (v) => (typeof v === "string" && v !== "" ? v.trim().toLowerCase() : undefined),
