@@ -6,6 +6,9 @@
 //    @hono/node-server at /a2a/app. Each request is a hand-built 1.0 `SendMessage` (then
 //    `SendStreamingMessage`) starting a new task on a new context; the fake model answers
 //    "echo: " + the text, streamed in pieces of at most 16 characters.
+// 3. An ask round trip: a second service (agent A) whose fake model calls ask_b, which asks the
+//    service of 1 (B) with SendMessage through A's policy client; A's /chat beside a direct
+//    SendMessage to B, measured in the same run.
 // 2. The SDK's own server: DefaultRequestHandler + InMemoryTaskStore + an echo AgentExecutor that
 //    publishes the same shape of work (task, one artifact chunk per 16 characters, the last one
 //    lastChunk, completed), bound to node:http with a tiny adapter around its
@@ -211,6 +214,89 @@ for (const method of ["SendMessage", "SendStreamingMessage"]) {
   );
 }
 
+// ---------------------------------------------------------------------------------------------
+// an ask round trip: agent A's /chat, whose model calls ask_b, which sends SendMessage to the
+// service above (B) through A's policy client; beside the direct SendMessage to B, same run.
+
+const A_POLICY = `
+apis:
+  b:
+    protocol: a2a
+    a2a: { path: /a2a/app }
+    base_url_env: B_URL
+    auth: bearer
+    token_env: B_TOKEN
+    allowed_methods: [GET, POST]
+    denied_operations:
+      - { rpc_method: SendStreamingMessage }
+    approval:
+      required_for: { operations: [{ a2a_operation: approve }] }
+      approvers: [requester]
+`;
+// B again, listening before it is made, so its card names the address it is reached at.
+let agentB;
+const b = await listenHono((req) => agentB.fetch(req));
+const bBase = `http://127.0.0.1:${b.port}`;
+agentB = await createApp({ env: { ...SERVICE_ENV, APP_URL: bBase }, logWrite: () => {} });
+const bUrl = `${bBase}/a2a/app`;
+const agentA = await createApp({
+  env: { ...SERVICE_ENV, B_URL: bBase, B_TOKEN: KEY, APP_URL: "http://127.0.0.1:9" },
+  policyText: A_POLICY,
+  tools: [],
+  logWrite: () => {},
+});
+const a = await listenHono((req) => agentA.fetch(req));
+const chatUrl = `http://127.0.0.1:${a.port}/chat`;
+const ASK = JSON.stringify({ message: `/call ask_b ${JSON.stringify({ message: TEXT })}\n/answer done` });
+const CHAT_HEADERS = { authorization: `Bearer ${KEY}`, "content-type": "application/json", accept: "text/event-stream" };
+
+async function checkAsk() {
+  const res = await fetch(chatUrl, { method: "POST", headers: CHAT_HEADERS, body: ASK });
+  const text = await res.text();
+  const result = text.split("\n\n").find((f) => f.startsWith("event: tool.result"));
+  const data = result && JSON.parse(result.split("\n").find((l) => l.startsWith("data: ")).slice(6));
+  if (data?.is_error) throw new Error(`ask_b failed: ${data.result.slice(0, 300)}`);
+  const answer = data && JSON.parse(data.result);
+  if (res.status !== 200 || data?.is_error || answer?.state !== "completed" || answer?.text !== `echo: ${TEXT}`)
+    throw new Error(`ask_b: unexpected answer ${text.slice(0, 1000)}`);
+}
+await checkAsk();
+const askRun = async () => {
+  const go = (seconds) => autocannon({ url: chatUrl, method: "POST", headers: CHAT_HEADERS, body: ASK, connections: opts.connections, duration: seconds, workers: 1 });
+  if (opts.warmup > 0) await go(opts.warmup);
+  const r = await go(opts.seconds);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts };
+};
+/** One request at a time, `n` times: the round trip itself, without queueing behind other requests. */
+async function oneAtATime(n, send) {
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await send();
+    times.push(performance.now() - t);
+  }
+  times.sort((x, y) => x - y);
+  return { p50: times[Math.floor(n / 2)], p99: times[Math.floor(n * 0.99)] };
+}
+const seqAsk = await oneAtATime(200, async () => (await fetch(chatUrl, { method: "POST", headers: CHAT_HEADERS, body: ASK })).text());
+const seqDirect = await oneAtATime(200, async () => (await fetch(bUrl, { method: "POST", headers: HEADERS, body: body("SendMessage") })).text());
+log(
+  `${"ask A -> B, 1 at a time".padEnd(21)} A /chat p50 ${seqAsk.p50.toFixed(2)} ms, p99 ${seqAsk.p99.toFixed(2)} ms | direct SendMessage to B p50 ${seqDirect.p50.toFixed(2)} ms, p99 ${seqDirect.p99.toFixed(2)} ms` +
+    ` | the ask adds ${(seqAsk.p50 - seqDirect.p50).toFixed(2)} ms at p50 (A's run, its model turns and the policy client)`,
+);
+const ask = await askRun();
+const direct = await measure(bUrl, "SendMessage");
+rows.push({ method: "ask", s: ask, r: direct });
+log(
+  `${"ask A -> B".padEnd(21)} A /chat ${ask.rps.toFixed(0).padStart(6)} req/s (p50 ${ask.p50} ms, p99 ${ask.p99} ms, bad ${ask.bad})` +
+    ` | direct SendMessage to B ${direct.rps.toFixed(0).padStart(6)} req/s (p50 ${direct.p50} ms, p99 ${direct.p99} ms, bad ${direct.bad})` +
+    ` | ratio ${(ask.rps / direct.rps).toFixed(2)} (A and B share this process and its one event loop)`,
+);
+
+await closeServer(a.server);
+await agentA.close();
+await closeServer(b.server);
+await agentB.close();
 await closeServer(svc.server);
 await closeServer(ref.server);
 await app.close();
