@@ -146,7 +146,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
     tools,
     responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
-    policyClient: policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate, exchanger, propagate: settings.PROPAGATE_TRACE_HEADERS }),
+    policyClient: policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate, exchanger, propagate: settings.PROPAGATE_TRACE_HEADERS, dev: settings.dev }),
   };
   checkStructuredStrategy(settings, agent);
 

@@ -162,7 +162,14 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
       return all
         .filter((a) => a.internal.tool_call_id === toolCallId)
         .reverse()
-        .map((a) => ({ approvalId: a.approval_id, status: a.status, body: a.internal.call.body ?? null, nested: a.nested, comment: a.comment }));
+        .map((a) => ({
+          approvalId: a.approval_id,
+          status: a.status,
+          body: a.internal.call.body ?? null,
+          answer: a.internal.result ?? null,
+          nested: a.nested,
+          comment: a.comment,
+        }));
     },
   };
 }

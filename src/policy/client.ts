@@ -12,7 +12,7 @@ import type { Clock } from "../clock.js";
 import { ApiCallError, ApiPolicyError } from "../errors.js";
 import type { JsonValue } from "../json.js";
 import type { Logger } from "../observability/logger.js";
-import { type Credential, credentialFor, exchangedCredential } from "./credential.js";
+import { type Credential, credentialFor, exchangedCredential, plainHttpElsewhere } from "./credential.js";
 import type { ApiPolicy, Policy } from "./document.js";
 import type { TokenExchanger } from "./exchange.js";
 import type { ApprovalGate, HeldCall, RelayRecord } from "./gate.js";
@@ -41,6 +41,8 @@ export interface PolicyClientOptions {
    * (default) calls to other agents and to forward/exchange APIs, `all` every call, `off` none.
    */
   readonly propagate?: "peers" | "all" | "off";
+  /** APP_ENV=dev: a credential to an A2A peer may go over plain http anywhere. */
+  readonly dev?: boolean;
 }
 
 export interface RunScope {
@@ -109,6 +111,7 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   const { options } = run;
   const redact = [...(toolCall.redact ?? []), ...(request.redact ?? [])];
   const judged = judgeRequest(options.policy, options.labels, apiName, redact.length > 0 ? { ...request, redact } : request);
+  refusePlainHttpPeer(options, judged.api);
   const hold = await holdForApproval(run, toolCall, relay ? { ...judged, held: { ...judged.held, relay } } : judged);
   if (hold.kind === "answered") return hold.response;
   const { api } = judged;
@@ -156,6 +159,13 @@ async function holdForApproval(run: RunCalls, toolCall: ToolCallScope, judged: J
   // Exactly the recorded call: what the person saw and approved, not what the replay rebuilt.
   if (outcome.kind === "send") return { kind: "send", call: outcome.call, approvalId: outcome.approvalId };
   return { kind: "send", call: judged.held, approvalId: undefined };
+}
+
+/** Spec 5.8: decided before the gate, so nobody is asked to approve a call that cannot be sent. */
+function refusePlainHttpPeer(options: PolicyClientOptions, api: ApiPolicy): void {
+  if (api.protocol !== "a2a" || api.auth === "none" || options.dev) return;
+  if (plainHttpElsewhere(options.baseUrls.get(api.name) ?? ""))
+    throw new ApiPolicyError(`API ${api.name} would send a credential over plain http to a host that is not loopback, a single-label name or a .svc name; nothing was sent`);
 }
 
 function takeLimits(run: RunCalls, api: ApiPolicy): void {

@@ -6,6 +6,7 @@
  */
 import type { Principal } from "../auth/principal.js";
 import { ApiPolicyError } from "../errors.js";
+import { isLoopbackHost } from "../settings/fields.js";
 import type { Logger } from "../observability/logger.js";
 import type { ApiPolicy } from "./document.js";
 import type { TokenExchanger } from "./exchange.js";
@@ -51,4 +52,19 @@ export function credentialFor(tokens: ReadonlyMap<string, string>, api: ApiPolic
 export async function exchangedCredential(exchanger: TokenExchanger | undefined, api: ApiPolicy, principal: Principal, logger: Logger): Promise<Credential> {
   if (!exchanger) throw new ApiPolicyError(`token exchange for API ${api.name} is not configured (TOKEN_EXCHANGE_URL); nothing was sent`);
   return { header: api.forwardHeader, value: `Bearer ${await exchanger.tokenFor(api, principal, logger)}` };
+}
+
+/**
+ * A credential to a `protocol: a2a` API over plain http is refused outside dev unless the host is
+ * loopback, a single-label name or a cluster-internal `.svc` name (spec 5.8): true when `url`
+ * would send it elsewhere.
+ */
+export function plainHttpElsewhere(url: string): boolean {
+  if (!URL.canParse(url)) return true;
+  const u = new URL(url);
+  if (u.protocol !== "http:") return false;
+  const host = u.hostname.toLowerCase().replace(/\.$/, "");
+  if (isLoopbackHost(host)) return false;
+  if (/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(host)) return false;
+  return !(host.endsWith(".svc") || host.endsWith(".svc.cluster.local"));
 }

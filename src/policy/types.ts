@@ -52,6 +52,8 @@ export interface RecordedApproval {
   readonly status: "pending" | "approved" | "rejected" | "expired";
   /** The recorded call's body (null once its answer is kept). */
   readonly body: JsonValue | null;
+  /** The answer of the approved call once sent (a run that stopped before its tool returned reads it here). */
+  readonly answer: ApiResponse | null;
   readonly nested: JsonValue;
   readonly comment: string | null;
 }

@@ -110,6 +110,16 @@ const TOKEN = "svc-secret-token";
 type ApiSettings = Record<string, unknown>;
 const svc = (settings: ApiSettings = {}): ApiSettings => ({ base_url_env: "SVC_URL", auth: "none", allowed_methods: ["*"], ...settings });
 const policyOf = (apis: Record<string, ApiSettings>) => JSON.stringify({ apis });
+/** Another agent over A2A with a bearer token; approve messages denied. */
+const a2aPeer = (urlEnv = "PEER_URL"): ApiSettings => ({
+  base_url_env: urlEnv,
+  auth: "bearer",
+  token_env: "PEER_TOKEN",
+  protocol: "a2a",
+  a2a: { path: "/a2a" },
+  allowed_methods: ["POST"],
+  denied_operations: [{ a2a_operation: "approve" }],
+});
 
 async function start(apis: Record<string, ApiSettings>, options: { tools?: Tool[]; env?: Record<string, string> } = {}) {
   app = await makeApp(
@@ -442,15 +452,7 @@ describe("refusals: JSON-RPC API", () => {
 });
 
 describe("refusals: A2A API", () => {
-  const peer = {
-    base_url_env: "PEER_URL",
-    auth: "bearer",
-    token_env: "PEER_TOKEN",
-    protocol: "a2a",
-    a2a: { path: "/a2a" },
-    allowed_methods: ["POST"],
-    denied_operations: [{ a2a_operation: "approve" }],
-  };
+  const peer = a2aPeer();
   beforeEach(async () => {
     await start({ peer });
   });
@@ -958,15 +960,7 @@ describe("answers", () => {
 });
 
 describe("X-Request-ID on outbound calls (PROPAGATE_TRACE_HEADERS, spec 6.4)", () => {
-  const peer = {
-    base_url_env: "PEER_URL",
-    auth: "bearer",
-    token_env: "PEER_TOKEN",
-    protocol: "a2a",
-    a2a: { path: "/a2a" },
-    allowed_methods: ["POST"],
-    denied_operations: [{ a2a_operation: "approve" }],
-  };
+  const peer = a2aPeer();
   const RID = "req-abc.123:xyz";
   const toPeer = { api: "peer", method: "POST", path: "/a2a", body: { jsonrpc: "2.0", method: "GetTask", id: 1, params: { id: "t1" } } };
   const toSvc = { method: "GET", path: "/plain" };
@@ -993,5 +987,14 @@ describe("X-Request-ID on outbound calls (PROPAGATE_TRACE_HEADERS, spec 6.4)", (
 
   it("off: no call carries it", async () => {
     expect(await carried("off")).toEqual({ peer: undefined, svc: undefined });
+  });
+});
+
+describe("a credential to an A2A peer over plain http (spec 5.8)", () => {
+  const peer = a2aPeer("FAR_URL");
+  it("is refused outside dev before anything is sent, from any tool, when the host is not loopback, single-label or .svc", async () => {
+    await start({ peer }, { env: { FAR_URL: "http://peer.example.test" } });
+    const r = await one({ api: "peer", method: "POST", path: "/a2a", body: { jsonrpc: "2.0", method: "GetTask", id: 1, params: { id: "t1" } } });
+    expectRefused(r, "would send a credential over plain http");
   });
 });

@@ -99,3 +99,18 @@ describe("policy/a2a-peer.yaml", () => {
     expect(planner!.allows.approve.SendMessage).toBe("gated");
   });
 });
+
+describe("replaying relayed decisions", () => {
+  it("a decision already sent and answered is not sent again: its kept answer is the peer's task", async () => {
+    const { replayDecisions } = await import("../../src/a2a/peers/relay.js");
+    const sent: unknown[] = [];
+    const answer = { status: 200, headers: {}, body: { jsonrpc: "2.0", id: "c1-2", result: { task: { id: "t-9", contextId: "ctx-1", status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ name: "response", parts: [{ text: "ordered" }] }] } } } };
+    const session = { peer: { name: "b" }, post: async (body: unknown) => void sent.push(body) } as never;
+    const replayed = await replayDecisions(session, [
+      { approvalId: "a-1", status: "approved", body: null, answer, nested: { approval_id: "p-1", digest: `sha256:${"b".repeat(64)}` }, comment: null },
+    ]);
+    expect(sent).toEqual([]);
+    expect(replayed.task).toMatchObject({ taskId: "t-9", state: "completed" });
+    expect(replayed.rejected).toBe(false);
+  });
+});

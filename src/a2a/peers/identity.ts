@@ -11,7 +11,7 @@
  */
 import type { PublicPrincipal } from "../../auth/principal.js";
 import { sha256Hex } from "../../auth/hashing.js";
-import { isLoopbackHost } from "../../settings/fields.js";
+import { plainHttpElsewhere } from "../../policy/credential.js";
 import { sameEndpoint } from "./card.js";
 import type { Peer } from "./peer.js";
 
@@ -47,15 +47,6 @@ export function chainRefusal(peer: Peer, principal: PublicPrincipal): string | u
   return undefined;
 }
 
-function plainHttpElsewhere(url: string): boolean {
-  if (!URL.canParse(url)) return true;
-  const u = new URL(url);
-  if (u.protocol !== "http:") return false;
-  const host = u.hostname.toLowerCase().replace(/\.$/, "");
-  if (isLoopbackHost(host)) return false;
-  if (/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(host)) return false;
-  return !(host.endsWith(".svc") || host.endsWith(".svc.cluster.local"));
-}
 
 /** How many agents the user's words pass through on the way to the peer: this one, and those before it. */
 export function hopsToPeer(principal: PublicPrincipal): number {

@@ -21,7 +21,7 @@ import type { A2AVersion } from "../jsonrpc.js";
 import type { PeerCard } from "./card.js";
 import type { Peer } from "./peer.js";
 import { dataPart, type PeerMethod, rpcBody, sendParams, userMessage, versionOfBody } from "./protocol.js";
-import { isObject, type PeerTask } from "./reply.js";
+import { isObject, type PeerTask, readReply } from "./reply.js";
 import { statusData } from "./result.js";
 import type { Session } from "./session.js";
 
@@ -106,8 +106,12 @@ export async function replayDecisions(s: Session, relayed: readonly RecordedAppr
   let rejected = false;
   let where: { taskId: string | null; contextId: string | null } = { taskId: null, contextId: null };
   for (const r of relayed) {
-    // A decision already sent and answered: the answer led on to the approvals recorded after it.
-    if (!isObject(r.body)) continue;
+    // A decision already sent and answered: its kept answer is the peer's task as it was then
+    // (later approvals recorded after it, if any, carry the task on).
+    if (!isObject(r.body)) {
+      if (r.answer) task = readReply(s.peer.name, r.answer);
+      continue;
+    }
     const body = r.body;
     where = messageIds(body);
     if (r.status === "approved" || r.status === "pending") {
