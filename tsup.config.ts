@@ -2,8 +2,17 @@ import { defineConfig } from "tsup";
 
 export default defineConfig([
   {
-    // The package and the Node entry. ESM with shared chunks, so each module exists once.
-    entry: { index: "src/runtime/package.ts", node: "src/runtime/node.ts", agentcli: "src/cli/agentcli.ts" },
+    // The package and the Node, Bun and Deno entries. ESM with shared chunks, so each module
+    // exists once. `node:` specifiers are kept: Deno resolves built-ins only by them outside a
+    // package.json project (a `deno compile`d binary, dist/ copied elsewhere).
+    entry: {
+      index: "src/runtime/package.ts",
+      node: "src/runtime/node.ts",
+      bun: "src/runtime/bun.ts",
+      deno: "src/runtime/deno.ts",
+      agentcli: "src/cli/agentcli.ts",
+    },
+    removeNodeProtocol: false,
     format: ["esm"],
     platform: "node",
     target: "node20",

@@ -1,0 +1,172 @@
+/// <reference types="node" />
+/**
+ * What the Node, Bun and Deno entries share: the environment (the env file below the process
+ * environment, `--dev` defaults), AUTH_CUSTOM_MODULE and TOOLS_MODULE, createApp with the startup
+ * errors and their exit codes, the listening lines, a port in use, and the drain on SIGTERM/SIGINT
+ * (stop accepting, let runs finish for DRAIN_GRACE_S, close, exit 0). An entry supplies only its
+ * server (`listen`) and what it adds to createApp (its outbound fetch).
+ *
+ * It uses `node:` built-ins and `process` on purpose: Bun and Deno serve both, so the three
+ * runtimes read files, argv, signals and exit codes through one code path and cannot drift apart.
+ * Only the HTTP server differs, because @hono/node-server on Bun and Deno goes through their
+ * `node:http` emulation, slower than their own `Bun.serve` / `Deno.serve`.
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { Tool } from "../agent/tools/define.js";
+import { type App, type CreateAppOptions, createApp } from "../app.js";
+import type { CustomAuthPolicy } from "../auth/custom.js";
+import { isAppError, type SettingsError } from "../errors.js";
+import { createLogger } from "../observability/logger.js";
+import type { PolicyError } from "../policy/document.js";
+import { layerEnv, parseEnvFile } from "../settings/env-file.js";
+import { hostReadText } from "./files.js";
+
+/** A server that listens: stop() stops accepting and resolves once open connections have closed. */
+export interface Listening {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the runtime's server. Rejects (or throws) with an error whose `code` is the errno name
+ * (`EADDRINUSE`, `EACCES`) when the address cannot be listened on: Node, Bun and Deno all set it.
+ */
+export type Listen = (options: { fetch: App["fetch"]; hostname: string; port: number }) => Promise<Listening>;
+
+export interface EntryOptions {
+  readonly listen: Listen;
+  /** What this runtime adds to createApp (its outbound fetch, trace export). */
+  readonly app?: Omit<CreateAppOptions, "env" | "readText" | "playgroundKey" | "logWrite" | "tools" | "authPolicy">;
+  readonly argv?: readonly string[];
+}
+
+const DEV_DEFAULTS = { APP_ENV: "dev", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", CHECKPOINTER: "memory" };
+
+const out = (line: string) => void process.stdout.write(`${line}\n`);
+const fail = (line: string, code: number): never => {
+  process.stderr.write(`${line}\n`);
+  process.exit(code);
+};
+
+export async function runEntry(options: EntryOptions): Promise<void> {
+  const argv = options.argv ?? process.argv.slice(2);
+  const dev = argv.includes("--dev");
+  const env = layerEnv(dev ? DEV_DEFAULTS : {}, readEnvFile(process.env.ENV_FILE ?? ".env"), process.env);
+  let playgroundKey: string | undefined;
+  if (dev && !env.API_KEY) {
+    playgroundKey = `dev-${randomBytes(16).toString("hex")}`;
+    env.API_KEY = playgroundKey;
+  }
+  const authPolicy = env.AUTH_CUSTOM_MODULE ? await loadAuthPolicy(env.AUTH_CUSTOM_MODULE) : undefined;
+  const tools = env.TOOLS_MODULE ? await loadTools(env.TOOLS_MODULE) : undefined;
+  const app = await startApp({
+    ...options.app,
+    ...(authPolicy ? { authPolicy } : {}),
+    ...(tools ? { tools } : {}),
+    env,
+    readText: hostReadText(process.cwd()),
+    playgroundKey,
+    logWrite: out,
+  });
+
+  const { HOST: hostname, PORT: port } = app.settings;
+  // The entry's own lines follow the service's log format: one JSON object per line outside dev.
+  const log = createLogger({ level: app.settings.LOG_LEVEL, format: app.settings.logFormat, write: out, name: "runtime" });
+  let server: Listening;
+  try {
+    server = await options.listen({ fetch: app.fetch, hostname, port });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const reason = code === "EADDRINUSE" ? "is in use" : code === "EACCES" ? "needs privileges this process lacks" : `cannot be listened on (${typeof code === "string" ? code : "error"})`;
+    return fail(`The service cannot start: PORT ${port} on HOST ${hostname} ${reason}.`, 2);
+  }
+  const base = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server.port}`;
+  if (!app.settings.dev) log.info(`Agent service listening on ${base}`);
+  else {
+    out(`Agent service listening on ${base}`);
+    out(`  playground: ${base}/playground   docs: ${base}/docs`);
+    if (playgroundKey) out(`  development API key: ${playgroundKey}`);
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: draining ${app.activeRuns} run(s)`);
+    // Stop accepting; open streams keep their sockets until their runs end.
+    const closed = server.stop().catch(() => undefined);
+    await app.drain(app.settings.DRAIN_GRACE_S * 1000);
+    await app.close();
+    // Let the last bytes of drained streams reach their sockets, within a bound.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([closed, new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+    clearTimeout(timer);
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** ENV_FILE (default `.env`): missing is fine, unreadable or malformed stops startup (exit 2). */
+function readEnvFile(path: string): Record<string, string> {
+  try {
+    return parseEnvFile(readFileSync(resolve(path), "utf8"));
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "ENOENT") return {};
+    return fail(`Cannot read ${path}: ${(error as Error).message}`, 2);
+  }
+}
+
+/** createApp, or the reasons it refused, one line each, and the exit code (2 settings, 3 policy). */
+async function startApp(options: CreateAppOptions): Promise<App> {
+  try {
+    return await createApp(options);
+  } catch (error) {
+    if (isAppError(error) && error.code === "invalid_settings") {
+      process.stderr.write("The service cannot start: invalid settings.\n");
+      for (const p of (error as SettingsError).problems) process.stderr.write(`  ${p.variable}: ${p.message}\n`);
+      process.exit(2);
+    }
+    if (isAppError(error) && error.code === "configuration") fail(`The service cannot start: ${error.message}`, 2);
+    if (isAppError(error) && error.code === "invalid_policy") {
+      process.stderr.write("The service cannot start: the API policy has problems.\n");
+      for (const p of (error as PolicyError).problems) process.stderr.write(`  ${p.place}: ${p.message}\n`);
+      process.exit(3);
+    }
+    throw error;
+  }
+}
+
+/** AUTH_CUSTOM_MODULE: an ES module whose default (or `policy`) export is the custom auth policy. */
+async function loadAuthPolicy(path: string): Promise<CustomAuthPolicy> {
+  const mod = (await import(pathToFileURL(resolve(path)).href)) as { default?: CustomAuthPolicy; policy?: CustomAuthPolicy };
+  const policy = mod.default ?? mod.policy;
+  if (!policy || typeof policy.authenticate !== "function") return fail("AUTH_CUSTOM_MODULE must export (default or `policy`) an object with authenticate(request).", 2);
+  return policy;
+}
+
+/**
+ * TOOLS_MODULE (CONTRACT 7): an ES module whose default export, or export `tools`, is an array
+ * of defineTool tools. One that does not load, or exports something else, stops startup naming
+ * the variable (exit 3, a configuration problem); the module's own error is not printed, since
+ * it may quote the module's source.
+ */
+async function loadTools(path: string): Promise<Tool[]> {
+  const stop = (why: string): never => fail(`The service cannot start: TOOLS_MODULE ${why}.`, 3);
+  let mod: { default?: unknown; tools?: unknown };
+  try {
+    mod = (await import(pathToFileURL(resolve(path)).href)) as typeof mod;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    return stop(`does not load (${error instanceof Error ? error.name : "error"}${typeof code === "string" ? ` ${code}` : ""})`);
+  }
+  const tools = mod.default ?? mod.tools;
+  const isTool = (t: unknown) =>
+    typeof t === "object" && t !== null && typeof (t as Tool).name === "string" && typeof (t as Tool).run === "function" && typeof (t as Tool).check === "function";
+  if (!Array.isArray(tools) || tools.length === 0 || !tools.every(isTool))
+    return stop("must export (default or `tools`) a non-empty array of tools made with defineTool");
+  return tools as Tool[];
+}
