@@ -6,22 +6,13 @@
  * type or status, never the endpoint (its URL or headers may hold a key).
  */
 import type { Logger } from "./logger.js";
-import { Counter } from "./metrics.js";
+import { type Counter, SPANS_DROPPED_METRIC } from "./metrics.js";
 
-export const SPANS_DROPPED_METRIC = "agent_trace_spans_dropped_total";
+// The counter lives with the other metrics (createMetrics registers it on /metrics).
+export { createSpanDropCounter, SPANS_DROPPED_METRIC } from "./metrics.js";
 
 /** Why spans were dropped: the queue or buffer was full, or their export failed. */
 export type DropReason = "queue_full" | "export_failed";
-
-/**
- * The counter the app registers on /metrics; the runtime's exporter increments it. Labelled by
- * reason (a closed set).
- */
-export function createSpanDropCounter(): Counter {
-  const counter = new Counter(SPANS_DROPPED_METRIC, "Trace spans dropped before reaching the receiver, by reason (queue_full, export_failed).");
-  for (const reason of ["queue_full", "export_failed"] satisfies DropReason[]) counter.inc({ reason }, 0);
-  return counter;
-}
 
 export interface ExportHealth {
   /** Spans were dropped; `why` is an error type or status (`ECONNREFUSED`, `HTTP 503`, `timeout`). */

@@ -133,9 +133,19 @@ function fmtNum(n: number): string {
   return String(n);
 }
 
+/** Trace spans dropped before export (issue 15); the runtime's exporter increments it (export-health.ts). */
+export const SPANS_DROPPED_METRIC = "agent_trace_spans_dropped_total";
+
+/** The counter by reason (`queue_full`, `export_failed`: a closed set), both shown from the first scrape. */
+export function createSpanDropCounter(): Counter {
+  const counter = new Counter(SPANS_DROPPED_METRIC, "Trace spans dropped before reaching the receiver, by reason (queue_full, export_failed).");
+  for (const reason of ["queue_full", "export_failed"]) counter.inc({ reason }, 0);
+  return counter;
+}
+
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
-/** Every metric of spec 6.2, registered up front so /metrics shows them from the first scrape. */
+/** Every metric of spec 6.2 (and the dropped trace spans), registered up front so /metrics shows them from the first scrape. */
 export function createMetrics() {
   const m = {
     httpRequests: new Counter("http_requests_total", "HTTP requests by method, route template and status."),
@@ -148,6 +158,7 @@ export function createMetrics() {
     approvals: new Counter("agent_approvals_total", "Approvals by event."),
     tokenExchanges: new Counter("agent_token_exchanges_total", "Token exchanges by api and outcome."),
     tokenExchangeDuration: new Histogram("agent_token_exchange_duration_seconds", "Token exchanges sent to the issuer, by api.", LATENCY_BUCKETS),
+    spansDropped: createSpanDropCounter(),
   };
   m.activeRuns.set(0);
   m.databaseUp.set(1);
