@@ -2,14 +2,17 @@
 /**
  * npm run policy:check: checks the outbound API policy document, the environment each API
  * needs (base URL, bearer token), the APIs' OpenAPI files and the tools' declared calls, the
- * same way the service does at startup, without starting it.
+ * same way the service does at startup, without starting it. With TOOLS_FROM_OPENAPI=true in
+ * the environment, or --openapi-tools, it also makes the tools the service would make from the
+ * APIs' OpenAPI files, checks them (name clashes, declared calls) and lists them.
  *
- *   npm run policy:check -- [--policy PATH] [--env-file PATH] [--tools MODULE]
+ *   npm run policy:check -- [--policy PATH] [--env-file PATH] [--tools MODULE] [--openapi-tools]
  *
  * The environment is the process environment above an env file (`--env-file PATH`, else
  * $ENV_FILE, else `.env` in the working directory when it exists); a process variable wins.
- * Prints each problem as `place: message` and each warning as `warning: ...`; `ok: N APIs
- * checked` when clean. Exit codes: 0 clean, 3 policy problems, 2 usage error (bad arguments,
+ * Prints each problem as `place: message` and each warning as `warning: ...`; when clean, one
+ * line per tool made from OpenAPI (`tool NAME: METHOD PATH (operationId)`, `, waits for approval`
+ * when the policy gates it), then `ok: N APIs checked`. Exit codes: 0 clean, 3 policy problems, 2 usage error (bad arguments,
  * an unreadable env file or tools module, invalid settings).
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -18,12 +21,14 @@ import { pathToFileURL } from "node:url";
 import { checkPolicy } from "../dist/index.js";
 import { parseCommandLine, usageError as usageErrorOf } from "./lib/args.mjs";
 
-const USAGE = `Usage: npm run policy:check -- [--policy PATH] [--env-file PATH] [--tools MODULE]
+const USAGE = `Usage: npm run policy:check -- [--policy PATH] [--env-file PATH] [--tools MODULE] [--openapi-tools]
 
   --policy PATH     the policy document (sets API_POLICY_PATH; default $API_POLICY_PATH or api-policy.yaml)
   --env-file PATH   an env file read below the process environment (default $ENV_FILE or .env if present)
   --tools MODULE    an ES module whose default export (or \`tools\` export) is the array of tools
                     (from defineTool) whose declared calls are checked; default: the built-in tools
+  --openapi-tools   make, check and list the tools from the APIs' OpenAPI files, as the service does
+                    with TOOLS_FROM_OPENAPI=true (that setting in the environment does the same)
   --help            this text
 
 Exit codes: 0 clean, 3 policy problems, 2 usage error.
@@ -35,9 +40,9 @@ function parseOptions(argv) {
   const { values } = parseCommandLine(argv, {
     name: "policy:check",
     usage: USAGE,
-    options: { policy: { type: "string" }, "env-file": { type: "string" }, tools: { type: "string" } },
+    options: { policy: { type: "string" }, "env-file": { type: "string" }, tools: { type: "string" }, "openapi-tools": { type: "boolean" } },
   });
-  return { policy: values.policy, envFile: values["env-file"], tools: values.tools };
+  return { policy: values.policy, envFile: values["env-file"], tools: values.tools, openapiTools: values["openapi-tools"] === true };
 }
 
 /** KEY=value lines, `#` comments, optional `export `, single or double quotes (as the service reads .env). */
@@ -107,7 +112,7 @@ async function main() {
 
   let result;
   try {
-    result = await checkPolicy({ env, root: process.cwd(), ...(tools ? { tools } : {}) });
+    result = await checkPolicy({ env, root: process.cwd(), ...(tools ? { tools } : {}), ...(options.openapiTools ? { openapiTools: true } : {}) });
   } catch (error) {
     if (error && error.code === "invalid_settings" && Array.isArray(error.problems)) {
       process.stderr.write("policy:check: invalid settings\n");
@@ -123,6 +128,8 @@ async function main() {
     process.stderr.write(`policy:check: ${result.problems.length} problem${result.problems.length === 1 ? "" : "s"}\n`);
     process.exit(3);
   }
+  for (const t of result.tools ?? [])
+    process.stdout.write(`tool ${t.name}: ${t.method} ${t.path}${t.operationId !== undefined ? ` (${t.operationId})` : ""}${t.gated ? ", waits for approval" : ""}\n`);
   const n = result.apis.length;
   const note = n === 0 ? ` (no policy file at ${env.API_POLICY_PATH ?? "api-policy.yaml"}: every outbound call is refused)` : "";
   process.stdout.write(`ok: ${n} APIs checked${note}\n`);

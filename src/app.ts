@@ -7,6 +7,7 @@ import type { Model } from "./agent/model.js";
 import { modelFactory } from "./agent/providers/index.js";
 import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./agent/structured.js";
 import type { Tool } from "./agent/tools/define.js";
+import { addOpenApiTools } from "./agent/tools/openapi/tools.js";
 import { addPeerTools, peerTools } from "./a2a/peers/tools.js";
 import { createA2AService } from "./a2a/service.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
@@ -125,6 +126,8 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   for (const warning of policy?.warnings ?? []) logger.warning(warning);
   // Built from the policy, so after it: ask_/status_/cancel_<api> for each protocol a2a API.
   if (policy) addPeerTools(tools, peerTools({ ...policy, settings, clock, logger }));
+  // TOOLS_FROM_OPENAPI: one tool per operation of the policy APIs' OpenAPI files the policy allows.
+  if (policy && settings.TOOLS_FROM_OPENAPI) addOpenApiTools(tools, policy, logger);
 
   const outboundFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
   const auth = await chooseAuthPolicy(settings, options.authPolicy, { fetch: outboundFetch, clock, ids, logger });

@@ -8,13 +8,15 @@ import { isHttpUrl } from "../settings/fields.js";
 import { checkDeclaredCalls, type DeclaringTool } from "./declared.js";
 import { loadPolicy, type Policy, PolicyError, type PolicyProblem } from "./document.js";
 import { buildLabelIndex, type LabelIndex, type OpenApiOperation } from "./labels.js";
-import { readOpenApi } from "./openapi.js";
+import { type OpenApiDocument, parseOpenApi } from "./openapi.js";
 
 export interface PolicySetup {
   readonly policy: Policy;
   readonly baseUrls: ReadonlyMap<string, string>;
   readonly tokens: ReadonlyMap<string, string>;
   readonly labels: LabelIndex;
+  /** The APIs' OpenAPI files, read (tools can be made from them: TOOLS_FROM_OPENAPI). */
+  readonly openapi: ReadonlyMap<string, OpenApiDocument>;
   /** Worth a startup warning, not an error. */
   readonly warnings: readonly string[];
 }
@@ -43,7 +45,7 @@ export async function preparePolicy(input: PolicySetupInput): Promise<PolicySetu
   const problems: PolicyProblem[] = [];
   const baseUrls = new Map<string, string>();
   const tokens = new Map<string, string>();
-  const openapi = new Map<string, OpenApiOperation[]>();
+  const documents = new Map<string, OpenApiDocument>();
   const warnings: string[] = [];
   const maxSequentialCalls = Math.floor((input.recursionLimit - 2) / 2);
 
@@ -67,7 +69,7 @@ export async function preparePolicy(input: PolicySetupInput): Promise<PolicySetu
       if (doc === undefined) problems.push({ place: `${place}.openapi`, message: "names a file that does not exist" });
       else {
         try {
-          openapi.set(name, readOpenApi(doc));
+          documents.set(name, parseOpenApi(doc));
         } catch (error) {
           problems.push({ place: `${place}.openapi`, message: error instanceof Error ? error.message : "cannot be read" });
         }
@@ -77,8 +79,18 @@ export async function preparePolicy(input: PolicySetupInput): Promise<PolicySetu
     if (max !== undefined && max > maxSequentialCalls)
       warnings.push(`apis.${name}.limits.max_calls_per_run (${max}) cannot be reached by sequential calls under RECURSION_LIMIT ${input.recursionLimit} (at most ${maxSequentialCalls})`);
   }
+  const openapi = operationsByApi(documents);
   const labels = buildLabelIndex(policy, openapi);
   problems.push(...checkDeclaredCalls(input.tools, policy, labels, openapi));
   if (problems.length > 0) throw new PolicyError(problems);
-  return { policy, baseUrls, tokens, labels, warnings };
+  return { policy, baseUrls, tokens, labels, openapi: documents, warnings };
+}
+
+/** Checks the declared calls of tools made after startup (from the policy itself) as startup checks the others. */
+export function checkLaterTools(setup: Pick<PolicySetup, "policy" | "labels" | "openapi">, tools: readonly DeclaringTool[]): PolicyProblem[] {
+  return checkDeclaredCalls(tools, setup.policy, setup.labels, operationsByApi(setup.openapi));
+}
+
+function operationsByApi(documents: ReadonlyMap<string, OpenApiDocument>): Map<string, readonly OpenApiOperation[]> {
+  return new Map([...documents].map(([name, doc]) => [name, doc.operations]));
 }

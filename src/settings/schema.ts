@@ -54,6 +54,9 @@ export const settingsShape = {
   RESPONSE_FORMAT_STRATEGY: oneOf(["auto", "provider", "tool"] as const, "auto"),
   RESPONSE_SCHEMA_PATH: text(),
 
+  // CONTRACT 7: a tool for each operation of the policy APIs' OpenAPI files that the policy allows
+  TOOLS_FROM_OPENAPI: boolWithDefault(false),
+
   // 2.10 persistence
   CHECKPOINTER: oneOf(["memory", "sql"] as const, "memory"),
   SQLDB_DSN: text(),
