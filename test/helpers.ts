@@ -74,3 +74,14 @@ export const waitFor = async (check: () => boolean | Promise<boolean>, ms = 5000
   }
   throw new Error("waitFor: condition not met in time");
 };
+
+/** Reads what is left of a stream that readUntil stopped in, after `head`, to its end. */
+export async function readRest(reader: ReadableStreamDefaultReader<Uint8Array>, head: string): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = head;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text;
+    text += decoder.decode(value, { stream: true });
+  }
+}

@@ -3,87 +3,19 @@
  * drains runs on SIGTERM, refuses invalid settings naming every variable, and starts without a
  * model configured (runs then fail naming the setting). `npm test` builds dist first.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createServer as createHttpServer } from "node:http";
 import { connect as connectSocket, createServer, type Socket } from "node:net";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { answerText, parseSse, readUntil } from "../helpers.js";
+import { describe, expect, it } from "vitest";
+import { answerText, parseSse, readRest, readUntil } from "../helpers.js";
+import { HOST, killSpawnedAfterEach, spawnEntry, startEntry } from "../support/service-process.js";
 
 const KEY = "k";
-const HOST = "127.0.0.1";
 
-interface Service {
-  child: ChildProcess;
-  base: string;
-  stdout: () => string;
-  stderr: () => string;
-  /** Resolves with the exit code (or the signal name) once the process has exited. */
-  exited: Promise<number | string | null>;
-}
+killSpawnedAfterEach();
 
-const children = new Set<ChildProcess>();
-
-function killAll() {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    children.delete(child);
-  }
-}
-afterEach(killAll);
-afterAll(killAll);
-
-/** A free loopback port: listen on port 0, read the port, close. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, HOST, () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function spawnService(env: Record<string, string>): Omit<Service, "base"> {
-  const child = spawn(process.execPath, ["dist/node.js"], {
-    cwd: process.cwd(),
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let out = "";
-  let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
-  child.stderr!.setEncoding("utf8").on("data", (s: string) => (err += s));
-  const exited = new Promise<number | string | null>((resolve) =>
-    child.once("exit", (code, signal) => resolve(code ?? signal)),
-  );
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
-
-/** Spawns dist/node.js on a free port and waits for its "listening" line. */
-async function startService(env: Record<string, string>, ms = 10_000): Promise<Service> {
-  const port = await freePort();
-  const svc = spawnService({ HOST, PORT: String(port), ENV_FILE: "/nonexistent/.env", ...env });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" line in ${ms} ms\nstdout:\n${svc.stdout()}\nstderr:\n${svc.stderr()}`)), ms);
-    const check = () => {
-      if (/listening/.test(svc.stdout())) {
-        clearTimeout(timer);
-        svc.child.stdout!.off("data", check);
-        resolve();
-      }
-    };
-    svc.child.stdout!.on("data", check);
-    void svc.exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited (${code}) before listening\nstdout:\n${svc.stdout()}\nstderr:\n${svc.stderr()}`));
-    });
-    check();
-  });
-  return { ...svc, base: `http://${HOST}:${port}` };
-}
+const spawnService = (env: Record<string, string>) => spawnEntry("node", env);
+const startService = (env: Record<string, string>) => startEntry("node", env);
 
 const FAKE = { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_FORMAT: "json" };
 
@@ -116,13 +48,7 @@ describe("node dist/node.js", () => {
     const { reader, text: head } = await readUntil(res, (events) => events.some((e) => e.event === "message.start"));
     expect(svc.child.kill("SIGTERM")).toBe(true);
 
-    const decoder = new TextDecoder();
-    let text = head;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
+    const text = await readRest(reader, head);
     const events = parseSse(text);
     expect(events[0]?.event).toBe("message.start");
     expect(answerText(events)).toBe("echo: hi");

@@ -1,0 +1,81 @@
+/**
+ * What the Bun and Deno entries share with the Node entry beyond the smoke suite (node.test.ts
+ * covers Node): the drain on SIGTERM, invalid settings and a port in use stopping startup with the
+ * same lines and exit codes, the JSON startup lines, and the env file below the environment.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { answerText, parseSse, readRest, readUntil } from "../helpers.js";
+import { HOST, killSpawnedAfterEach, type RuntimeName, spawnEntry, startEntry } from "../support/service-process.js";
+
+killSpawnedAfterEach();
+
+const KEY = "k";
+const FAKE = { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_FORMAT: "json" };
+
+const postChat = (base: string, message: string) =>
+  fetch(`${base}/chat`, { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: JSON.stringify({ message }) });
+
+describe.each<RuntimeName>(["bun", "deno"])("%s entry", (runtime) => {
+  it("on SIGTERM lets a run in progress finish, then exits 0; every stdout line is JSON", async () => {
+    const svc = await startEntry(runtime, { ...FAKE, DRAIN_GRACE_S: "10" });
+    const res = await postChat(svc.base, "/sleep 1500\nhi");
+    expect(res.status).toBe(200);
+    const { reader, text: head } = await readUntil(res, (events) => events.some((e) => e.event === "message.start"));
+    expect(svc.child.kill("SIGTERM")).toBe(true);
+    const events = parseSse(await readRest(reader, head));
+    expect(answerText(events)).toBe("echo: hi");
+    expect(events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+    expect(await svc.exited).toBe(0);
+    const lines = svc.stdout().split("\n").filter((l) => l !== "");
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(lines.map((l) => JSON.parse(l).message)).toEqual(expect.arrayContaining([`Agent service listening on ${svc.base}`, "SIGTERM: draining 1 run(s)"]));
+  });
+
+  it("invalid settings stop startup naming every bad variable (exit 2)", async () => {
+    const svc = spawnEntry(runtime, { ...FAKE, HOST, PORT: "abc", MODEL_TIMEOUT_S: "-1", ENV_FILE: "/nonexistent/.env" });
+    expect(await svc.exited).toBe(2);
+    expect(svc.stderr()).toMatch(/^The service cannot start: invalid settings\.\n/);
+    expect(svc.stderr()).toMatch(/\bPORT\b/);
+    expect(svc.stderr()).toMatch(/\bMODEL_TIMEOUT_S\b/);
+  });
+
+  it("a port in use stops startup with one line naming PORT, no stack (exit 2)", async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, HOST, r));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const svc = spawnEntry(runtime, { ...FAKE, HOST, PORT: String(port), ENV_FILE: "/nonexistent/.env" });
+      expect(await svc.exited).toBe(2);
+      expect(svc.stderr().split("\n").filter((l) => l !== "")).toEqual([`The service cannot start: PORT ${port} on HOST ${HOST} is in use.`]);
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  });
+
+  it("reads ENV_FILE below the process environment", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "entry-env-"));
+    const file = join(dir, "service.env");
+    writeFileSync(file, "MODEL_PROVIDER=fake\nMODEL_NAME=fake\nAPI_KEY=from-file\nA2A_NAME=from_file\n");
+    const svc = await startEntry(runtime, { ENV_FILE: file, API_KEY: KEY, LOG_FORMAT: "json" });
+    // the process variable wins for API_KEY; the file gives the rest
+    expect((await postChat(svc.base, "hi")).status).toBe(200);
+    const res = await fetch(`${svc.base}/a2a/from_file/.well-known/agent-card.json`, { headers: { Authorization: `Bearer ${KEY}` } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ name: "from_file" });
+  });
+
+  it.runIf(runtime === "bun")(
+    "an SSE stream idle past Bun's default 10 s idle timeout is not cut",
+    async () => {
+      const svc = await startEntry(runtime, FAKE);
+      const events = parseSse(await (await postChat(svc.base, "/sleep 11000\nlate")).text());
+      expect(answerText(events)).toBe("echo: late");
+      expect(events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+    },
+    20_000,
+  );
+});
