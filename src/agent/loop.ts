@@ -93,13 +93,17 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
 }
 
 /** What one model turn said: its words and the tool calls it made. */
-interface ModelTurn {
+export interface ModelTurn {
   readonly text: string;
   readonly calls: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
 }
 
-/** One run of the loop: what it has counted so far, and the steps runLoop is made of. */
-class Loop {
+/**
+ * One run of the loop: what it has counted so far, and the steps runLoop is made of. Exported
+ * so the graph-server runtime builds its graph nodes from the same steps (model turn, announced
+ * calls, one call's run) and the two runtimes cannot drift apart.
+ */
+export class Loop {
   /** Steps taken, as RECURSION_LIMIT counts them. */
   step = 0;
   /** Times the model was asked again after invalid JSON arguments, within the current step. */
@@ -192,15 +196,20 @@ class Loop {
   }
 
   /** The turn's calls: checkpointed, announced, run, and their results written. */
-  async toolTurn({ text, calls }: ModelTurn): Promise<{ paused: boolean; invalidArguments: boolean }> {
+  async toolTurn(turn: ModelTurn): Promise<{ paused: boolean; invalidArguments: boolean }> {
+    const parsed = await this.announce(turn);
+    const { paused } = await this.toolStep(parsed, turn.text);
+    return { paused, invalidArguments: parsed.some((c) => c.args === null) };
+  }
+
+  /** The turn's calls read, checkpointed before they run (a stop leaves them visibly open) and announced. */
+  async announce({ text, calls }: ModelTurn): Promise<ParsedCall[]> {
     const { ids, emit } = this.options;
     const parsed = calls.map((c) => ({ id: c.id, name: c.name, args: parseArguments(c.arguments) }));
     const toolCalls: ToolCall[] = parsed.map((c) => ({ id: c.id, name: c.name, args: c.args ?? {} }));
-    // Checkpoint the calls before running them, so a stop leaves them visibly open.
     await this.commit([{ id: ids.messageId(), role: "assistant", content: text, tool_calls: toolCalls }]);
     for (const c of toolCalls) emit({ type: "tool.call", id: c.id, name: c.name, args: c.args });
-    const { paused } = await this.toolStep(parsed, text);
-    return { paused, invalidArguments: parsed.some((c) => c.args === null) };
+    return parsed;
   }
 
   awaitingApproval(): LoopResult {
@@ -208,7 +217,7 @@ class Loop {
   }
 
   /** Runs one turn's calls in parallel; results of calls that wait for approval are not written. */
-  private async toolStep(parsed: readonly ParsedCall[], reason: string): Promise<{ paused: boolean }> {
+  async toolStep(parsed: readonly ParsedCall[], reason: string): Promise<{ paused: boolean }> {
     const { signal, ids, emit, isPaused } = this.options;
     const results = await runToolCalls(this.options, parsed, reason);
     signal.throwIfAborted();
