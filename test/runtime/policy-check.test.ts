@@ -50,6 +50,36 @@ describe("policy:check", () => {
     expect(res.stdout).toBe("ok: 1 APIs checked\n");
   });
 
+  it("lists the tools it would make from the OpenAPI files with --openapi-tools or TOOLS_FROM_OPENAPI", async () => {
+    // From the project root (the example names its OpenAPI file relative to it), with an empty
+    // env file so no .env there is read.
+    const root = resolve(".");
+    const env = { ORDERS_API_URL: "http://127.0.0.1:8081", ENV_FILE: join(tempDir(), "none.env") };
+    const listing = [
+      "tool orders_list_orders: GET /orders (listOrders)",
+      "tool orders_create_order: POST /orders (createOrder), waits for approval",
+      "tool orders_get_order: GET /orders/{order_id} (getOrder)",
+      "ok: 1 APIs checked",
+      "",
+    ].join("\n");
+    const byFlag = await run(["--policy", "policy/orders-openapi.yaml", "--openapi-tools"], env, root);
+    expect(byFlag.stderr).toBe("");
+    expect(byFlag.stdout).toBe(listing);
+    const bySetting = await run(["--policy", "policy/orders-openapi.yaml"], { ...env, TOOLS_FROM_OPENAPI: "true" }, root);
+    expect(bySetting.stdout).toBe(listing);
+    const neither = await run(["--policy", "policy/orders-openapi.yaml"], env, root);
+    expect(neither.stdout).toBe("ok: 1 APIs checked\n");
+  });
+
+  it("exits 3 when a made tool has the name of a checked tool, naming both", async () => {
+    const dir = tempDir();
+    const tools = join(dir, "tools.mjs");
+    writeFileSync(tools, `import { defineTool } from ${JSON.stringify(DIST)};\nexport default [defineTool({ name: "orders_get_order", description: "mine", parameters: { type: "object" }, calls: [], run: () => "x" })];\n`);
+    const res = await run(["--policy", "policy/orders-openapi.yaml", "--openapi-tools", "--tools", tools], { ORDERS_API_URL: "http://127.0.0.1:8081", ENV_FILE: join(dir, "none.env") }, resolve("."));
+    expectCode(res, 3);
+    expect(res.stderr).toContain("tools.orders_get_order: Two tools are named orders_get_order: the OpenAPI operation GET /orders/{order_id} (getOrder) of API orders, and the agent's tool orders_get_order");
+  });
+
   it("reads the policy path from API_POLICY_PATH and the env vars from --env-file", async () => {
     const dir = tempDir();
     const envFile = join(dir, "policy.env");
