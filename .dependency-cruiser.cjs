@@ -39,7 +39,7 @@ const layerRules = [...LAYERS, BASE]
   .filter(Boolean);
 
 /** Only the composition root and the runtime entries pick adapters; an adapter's own files may import each other. */
-const ADAPTERS = ["src/store/memory/", "src/store/postgres/", "src/agent/providers/"];
+const ADAPTERS = ["src/store/memory/", "src/store/postgres/", "src/store/durable/", "src/agent/providers/"];
 const adapterRules = ADAPTERS.map((dir) => ({
   name: `adapter-${dir.replace(/^src\//, "").replace(/\/$/, "").replace(/\//g, "-")}-outside-composition`,
   comment: `Only src/app.ts and src/runtime/* import the adapter ${dir}; the core takes the port it needs.`,

@@ -1,0 +1,52 @@
+/**
+ * The A2A tasks table in SQLite (synchronous: see ./sql.ts). Stored task text holds U+FFFD in
+ * place of U+0000 (spec 2.5), as in PostgreSQL and the memory store.
+ */
+import { hasNul, withoutNul } from "../../json.js";
+import type { ListTasksQuery, TaskRecord } from "../records/task.js";
+import { parsed, type Sqlite, type SqlValue } from "./sql.js";
+
+type TaskPatch = Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>;
+
+export function taskTables(db: Sqlite) {
+  const put = (given: TaskRecord) => {
+    const t = hasNul(given) ? withoutNul(given) : given;
+    db.exec(
+      `INSERT INTO tasks (task_id, context_id, owner, actor, state, run_id, approval_ids, updated_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (task_id) DO UPDATE SET context_id = excluded.context_id, owner = excluded.owner, actor = excluded.actor,
+         state = excluded.state, run_id = excluded.run_id, approval_ids = excluded.approval_ids, updated_at = excluded.updated_at, body = excluded.body`,
+      t.task_id, t.context_id, t.owner, t.actor, t.state, t.run_id, JSON.stringify(t.approval_ids), t.updated_at, JSON.stringify(t),
+    );
+  };
+  const select = (where: string, ...bindings: SqlValue[]): TaskRecord[] =>
+    db.exec<{ body: string }>(`SELECT body FROM tasks WHERE ${where}`, ...bindings).toArray().map((r) => parsed<TaskRecord>(r.body));
+  const getTask = (taskId: string): TaskRecord | null => select("task_id = ?", taskId)[0] ?? null;
+
+  return {
+    createTask: put,
+    getTask,
+
+    updateTask(taskId: string, patch: TaskPatch): void {
+      const t = getTask(taskId);
+      if (t) put({ ...t, ...patch });
+    },
+
+    listTasks(q: ListTasksQuery): TaskRecord[] {
+      return select(
+        "owner = ?1 AND (?2 IS NULL OR actor = ?2) AND (?3 IS NULL OR context_id = ?3) ORDER BY updated_at DESC, task_id DESC LIMIT ?4 OFFSET ?5",
+        q.owner, q.actor ?? null, q.context_id ?? null, q.limit, q.offset,
+      );
+    },
+
+    tasksWaitingOn(threadId: string, approvalId: string): TaskRecord[] {
+      return select(
+        "context_id = ? AND state = 'input-required' AND EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j WHERE j.value = ?)",
+        threadId, approvalId,
+      );
+    },
+
+    dropTasksBefore(before: string): number {
+      return db.exec("DELETE FROM tasks WHERE updated_at < ? RETURNING task_id", before).toArray().length;
+    },
+  };
+}

@@ -1,0 +1,85 @@
+/** The threads and messages tables in SQLite (synchronous: see ./sql.ts). */
+import type { ListThreadsQuery, Message, ThreadRow } from "../ports.js";
+import { first, parsed, type Sqlite } from "./sql.js";
+
+interface ThreadColumns {
+  [k: string]: string | null;
+  thread_id: string;
+  owner: string;
+  actor: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const rowOf = (r: ThreadColumns): ThreadRow => ({ thread_id: r.thread_id, owner: r.owner, actor: r.actor, created_at: r.created_at, updated_at: r.updated_at });
+
+export function threadTables(db: Sqlite) {
+  const getThread = (threadId: string): ThreadRow | null => {
+    const r = first<ThreadColumns>(db, "SELECT * FROM threads WHERE thread_id = ?", threadId);
+    return r ? rowOf(r) : null;
+  };
+
+  return {
+    getThread,
+
+    createThread(row: ThreadRow): { created: boolean; row: ThreadRow } {
+      const existing = getThread(row.thread_id);
+      if (existing) return { created: false, row: existing };
+      db.exec(
+        "INSERT INTO threads (thread_id, owner, actor, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        row.thread_id, row.owner, row.actor, row.created_at, row.updated_at,
+      );
+      return { created: true, row };
+    },
+
+    listThreads(q: ListThreadsQuery): ThreadRow[] {
+      return db
+        .exec<ThreadColumns>(
+          `SELECT * FROM threads WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR actor = ?2)
+           ORDER BY updated_at DESC, thread_id ASC LIMIT ?3 OFFSET ?4`,
+          q.owner ?? null, q.actor ?? null, q.limit, q.offset,
+        )
+        .toArray()
+        .map(rowOf);
+    },
+
+    idleThreads(before: string, limit: number): string[] {
+      return db
+        .exec<{ thread_id: string }>("SELECT thread_id FROM threads WHERE updated_at < ? ORDER BY updated_at, thread_id LIMIT ?", before, limit)
+        .toArray()
+        .map((r) => r.thread_id);
+    },
+
+    /** The thread and everything attached to it, in one transaction. */
+    deleteThread(threadId: string): boolean {
+      return db.transaction(() => {
+        if (!getThread(threadId)) return false;
+        db.exec("DELETE FROM messages WHERE thread_id = ?", threadId);
+        db.exec("DELETE FROM runs WHERE thread_id = ?", threadId);
+        db.exec("DELETE FROM approvals WHERE thread_id = ?", threadId);
+        db.exec("DELETE FROM tasks WHERE context_id = ?", threadId);
+        db.exec("DELETE FROM threads WHERE thread_id = ?", threadId);
+        return true;
+      });
+    },
+
+    getMessages(threadId: string): Message[] {
+      return db
+        .exec<{ body: string }>("SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", threadId)
+        .toArray()
+        .map((r) => parsed<Message>(r.body));
+    },
+
+    /** Appends in order and bumps updated_at; nothing for a thread that does not exist (as in memory). */
+    appendMessages(threadId: string, messages: readonly Message[], at: string): void {
+      db.transaction(() => {
+        if (!getThread(threadId)) return;
+        const last = first<{ seq: number | null }>(db, "SELECT max(seq) AS seq FROM messages WHERE thread_id = ?", threadId)?.seq ?? 0;
+        messages.forEach((m, i) => db.exec("INSERT INTO messages (thread_id, seq, body) VALUES (?, ?, ?)", threadId, last + i + 1, JSON.stringify(m)));
+        db.exec("UPDATE threads SET updated_at = ? WHERE thread_id = ?", at, threadId);
+      });
+    },
+  };
+}
+
+export type ThreadTables = ReturnType<typeof threadTables>;

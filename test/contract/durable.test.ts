@@ -1,0 +1,78 @@
+/**
+ * The lease and store contracts against the Durable Object adapters in workerd (Miniflare): the
+ * lease objects (one per thread) and the store object on SQLite, through the adapters the worker
+ * uses, built into a test worker (test/support/durable-harness.ts). The objects time leases by
+ * workerd's clock, so the lease suite runs on real time, at half its scale: a call from the test
+ * through Miniflare to an object takes tens of milliseconds, up to a few hundred while other
+ * suites run, and the suite checks expiry 1 s (scaled) either side of the ttl.
+ */
+import type { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Store, ThreadLease } from "../../src/store/ports.js";
+import { remote, startHarness } from "../support/durable-worker.js";
+import { describeLeaseContract } from "./lease.js";
+import { describeStoreContract } from "./store.js";
+
+let mf: Miniflare;
+let lease: ThreadLease;
+let store: Store;
+
+beforeAll(async () => {
+  mf = await startHarness();
+  lease = remote<ThreadLease>(mf, "lease");
+  store = remote<Store>(mf, "store");
+});
+afterAll(async () => {
+  await mf?.dispose();
+});
+
+it("answers ping", async () => {
+  await expect(store.ping()).resolves.toBeUndefined();
+});
+
+describeLeaseContract("durable object", async () => ({
+  lease,
+  scale: 0.5,
+  clock: { advance: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) },
+}));
+
+// claimThread and finishRun are given the lease port, which they ignore: the thread's lease
+// object takes the lease and makes the write in one step.
+describeStoreContract("durable object", async () => ({ store, lease, spare: async () => remote<Store>(mf, "store") }), { sharedByProcesses: true });
+
+describe("durable object: runs of isolates that died", () => {
+  const at = (s: number) => new Date(Date.UTC(2001, 0, 1) + s * 1000).toISOString().replace("Z", "+00:00");
+  const run = (runId: string, threadId: string) => ({
+    run_id: runId, thread_id: threadId, status: "running" as const, error_type: null, error_id: null, principal_hash: "o", actor: null,
+    metadata: {}, usage: { input_tokens: 0, output_tokens: 0 }, created_at: at(1), updated_at: at(1), ended_at: null, latency_ms: null,
+    resumed_from: null, resumed_by: null,
+  });
+  const task = (taskId: string, threadId: string, runId: string) => ({
+    task_id: taskId, context_id: threadId, owner: "o", actor: null, state: "working" as const, status_parts: [], artifacts: [], approval_ids: [],
+    run_id: runId, instance_id: "gone", created_at: at(1), updated_at: at(1),
+  });
+
+  it("marks a running run interrupted (ProcessLost) once its thread has had no lease for the grace, failing its working task; a held thread's run stays", async () => {
+    const tag = crypto.randomUUID();
+    const [dead, alive] = [`dead-${tag}`, `alive-${tag}`];
+    for (const id of [dead, alive]) {
+      await store.createThread({ thread_id: id, owner: "o", actor: null, created_at: at(0), updated_at: at(0) });
+      await store.createRun(run(`r-${id}`, id));
+      await store.createTask(task(`t-${id}`, id, `r-${id}`));
+    }
+    const held = (await lease.acquire(alive, "alive", 10_000))!;
+    // A lease that ended a moment ago has not lapsed for a minute yet.
+    const brief = (await lease.acquire(dead, "brief", 10_000))!;
+    await lease.release(brief);
+    expect(await store.markLostRuns(60_000)).toBe(0);
+    expect((await store.getRun(`r-${dead}`))!.status).toBe("running");
+
+    expect(await store.markLostRuns(0)).toBeGreaterThanOrEqual(1);
+    expect(await store.getRun(`r-${dead}`)).toMatchObject({ status: "interrupted", error_type: "ProcessLost" });
+    expect((await store.getRun(`r-${dead}`))!.ended_at).not.toBeNull();
+    expect(await store.getTask(`t-${dead}`)).toMatchObject({ state: "failed", status_parts: [{ kind: "text" }, { kind: "data", data: { code: "run_failed" } }] });
+    expect(await store.getRun(`r-${alive}`)).toEqual(run(`r-${alive}`, alive));
+    expect((await store.getTask(`t-${alive}`))!.state).toBe("working");
+    await lease.release(held);
+  });
+});

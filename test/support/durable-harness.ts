@@ -1,0 +1,32 @@
+/**
+ * A test worker around the Durable Object adapters (built by ./durable-worker.ts, run in workerd
+ * by Miniflare): POST /<lease|store>/<method> with the arguments as a JSON array calls that method
+ * of the adapter inside workerd and answers `{result}` or `{error: {code, message}}`. The contract
+ * suites then run in Node against these answers, while the adapters, the objects and their
+ * storage are the ones the worker deploys.
+ */
+import { createDurableLease, createDurableStore } from "../../src/store/durable/adapter.js";
+import { durableBindings, durableObjects } from "../../src/runtime/workerd/bindings.js";
+
+export { AgentStoreObject } from "../../src/runtime/workerd/store-object.js";
+export { ThreadLeaseObject } from "../../src/runtime/workerd/lease-object.js";
+
+export default {
+  async fetch(request: Request, env: Record<string, unknown>): Promise<Response> {
+    const bindings = durableBindings(env);
+    if (!bindings) return Response.json({ error: { code: "internal", message: "no bindings" } }, { status: 500 });
+    const objects = durableObjects(bindings);
+    const ports: Record<string, object> = { lease: createDurableLease(objects), store: createDurableStore(objects, { now: () => Date.now() }) };
+    const [, port = "", method = ""] = new URL(request.url).pathname.split("/");
+    const target = ports[port] as Record<string, (...args: unknown[]) => Promise<unknown>> | undefined;
+    if (!target || typeof target[method] !== "function") return Response.json({ error: { code: "internal", message: `no ${port}.${method}` } }, { status: 404 });
+    const args = (await request.json()) as unknown[];
+    try {
+      const result = await target[method]!(...args);
+      return Response.json(result === undefined ? {} : { result });
+    } catch (error) {
+      const e = error as { code?: string; message?: string };
+      return Response.json({ error: { code: e.code ?? "internal", message: String(e.message) } });
+    }
+  },
+};
