@@ -12,6 +12,11 @@
 // 4. RSS of idle streams: a fresh child (scripts/bench-chat-idle.mjs) per app, N idle streams
 //    opened by this process, the child's RSS read over IPC before and after.
 //
+// --runtime node,bun,deno (or all) replaces all of the above with: 1. and 3. against each
+// runtime's built entry spawned as a process (dist/node.js, dist/bun.js, dist/deno.js), one after
+// the other, plus its start time and RSS, in one table with a column per runtime
+// (scripts/lib/bench-runtimes.mjs).
+//
 // --sql [--dsn postgres://postgres@127.0.0.1:5432/test] replaces all of the above with: the
 // service's chat throughput (same autocannon settings) with the memory store and with
 // CHECKPOINTER=sql on a schema of its own (dropped afterwards), chat turns/s of both and their
@@ -28,6 +33,7 @@ import { fileURLToPath } from "node:url";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
+import { benchRuntimes, parseRuntimes } from "./lib/bench-runtimes.mjs";
 import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
@@ -38,11 +44,13 @@ function options(argv) {
     name: "bench-chat",
     usage:
       "usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n" +
-      "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200] [--rounds 3]]\n",
+      "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200] [--rounds 3]]\n" +
+      "       [--runtime node,bun,deno|all]\n",
     numbers: { seconds: 10, connections: 50, warmup: 1, samples: 200, "sample-concurrency": 20, streams: 10_000, turns: 200, rounds: 3 },
     switches: ["skip-idle", "sql"],
-    strings: { dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test" },
+    strings: { dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test", runtime: "" },
   });
+  opts.runtimes = opts.runtime ? parseRuntimes(opts.runtime, "usage: node scripts/bench-chat.mjs --runtime node,bun,deno|all [--seconds 10] [--connections 50] ...\n") : undefined;
   opts.connections = Math.max(1, Math.floor(opts.connections));
   opts.samples = Math.max(1, Math.floor(opts.samples));
   opts.sampleConcurrency = Math.max(1, Math.floor(opts.sampleConcurrency));
@@ -75,7 +83,7 @@ function killChildren() {
 }
 process.on("exit", killChildren);
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130));
-watchdog("bench-chat", (opts.warmup + opts.seconds) * 2 * (opts.sql ? opts.rounds : 1) * 1000 + 6 * 60 * 1000);
+watchdog("bench-chat", (opts.warmup + opts.seconds) * Math.max(2, opts.runtimes?.length ?? 0) * (opts.sql ? opts.rounds : 1) * 1000 + 6 * 60 * 1000);
 
 // ---------------------------------------------------------------------------------------------
 // the bare baseline: one streamSSE route writing the same 20 events with similar payloads
@@ -154,32 +162,36 @@ async function sampleFirstEvent(url) {
 
 async function benchThroughput(name, fetchHandler) {
   const { server, port } = await listen(fetchHandler);
-  const url = `http://127.0.0.1:${port}/chat`;
   try {
-    if (opts.warmup > 0) await cannon(url, opts.warmup);
-    const r = await cannon(url, opts.seconds);
-    const ttfe = await sampleFirstEvent(url);
-    const out = {
-      rps: r.requests.mean,
-      turnsPerSecond: r["2xx"] / opts.seconds,
-      total: r["2xx"],
-      non2xx: r.non2xx,
-      errors: r.errors,
-      timeouts: r.timeouts,
-      latP50: r.latency.p50,
-      latP99: r.latency.p99,
-      mbps: r.throughput.mean / 1e6,
-      ttfe,
-    };
-    log(
-      `${name.padEnd(8)} ${out.rps.toFixed(0)} req/s mean (${out.total} 2xx, ${out.non2xx} non-2xx, ${out.errors} errors, ${out.timeouts} timeouts), ` +
-        `full response p50 ${out.latP50} ms p99 ${out.latP99} ms; first event p50 ${ttfe.p50.toFixed(2)} ms p99 ${ttfe.p99.toFixed(2)} ms ` +
-        `(${ttfe.n} samples, ${ttfe.wrongCount} with != ${EXPECTED_EVENTS} events, ${ttfe.badStatus} non-200, ${ttfe.errors} errors)`,
-    );
-    return out;
+    return await measure(name, `http://127.0.0.1:${port}/chat`);
   } finally {
     await closeServer(server);
   }
+}
+
+/** Throughput (warm-up, then measured) and time to first event of a /chat URL, logged on one line. */
+async function measure(name, url) {
+  if (opts.warmup > 0) await cannon(url, opts.warmup);
+  const r = await cannon(url, opts.seconds);
+  const ttfe = await sampleFirstEvent(url);
+  const out = {
+    rps: r.requests.mean,
+    turnsPerSecond: r["2xx"] / opts.seconds,
+    total: r["2xx"],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    latP50: r.latency.p50,
+    latP99: r.latency.p99,
+    mbps: r.throughput.mean / 1e6,
+    ttfe,
+  };
+  log(
+    `${name.padEnd(8)} ${out.rps.toFixed(0)} req/s mean (${out.total} 2xx, ${out.non2xx} non-2xx, ${out.errors} errors, ${out.timeouts} timeouts), ` +
+      `full response p50 ${out.latP50} ms p99 ${out.latP99} ms; first event p50 ${ttfe.p50.toFixed(2)} ms p99 ${ttfe.p99.toFixed(2)} ms ` +
+      `(${ttfe.n} samples, ${ttfe.wrongCount} with != ${EXPECTED_EVENTS} events, ${ttfe.badStatus} non-200, ${ttfe.errors} errors)`,
+  );
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -338,6 +350,7 @@ async function main() {
   const { createApp } = await loadDist();
   log(`bench-chat: node ${process.version}, ${opts.connections} connections x ${opts.seconds} s (+${opts.warmup} s warm-up) per target, ${EXPECTED_EVENTS} SSE events per response`);
   if (opts.sql) return sqlMode(createApp);
+  if (opts.runtimes) return void (await benchRuntimes({ runtimes: opts.runtimes, env: SERVICE_ENV, measure, children }));
 
   // 2. + 3. the bare baseline first (it keeps no state), then 1. + 3. the service, each warmed up
   const bare = await benchThroughput("bare", bareApp().fetch);
