@@ -34,7 +34,7 @@ import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
 import { benchRuntimes, parseRuntimes } from "./lib/bench-runtimes.mjs";
-import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
+import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, logTable, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
@@ -403,13 +403,8 @@ async function main() {
       ["RSS per stream (KB)", f(idleService.perStreamKb), f(idleBare.perStreamKb), `${f(idleService.perStreamKb / idleBare.perStreamKb, 2)}x`],
     );
   }
-  const header = ["", "service", "bare", "service/bare"];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
   log("");
-  log(line(header));
-  log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const r of rows) log(line(r));
+  logTable(["", "service", "bare", "service/bare"], rows);
   log("");
   log(`requests/s ratio service/bare: ${f(ratio, 2)}x (target >= 1.0x)`);
   if (idleService) log(`service RSS with ${idleService.streams} idle streams: ${f(idleService.rss)} MB (target < 200 MB)`);

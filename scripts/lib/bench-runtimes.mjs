@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
-import { log } from "./bench.mjs";
+import { log, logTable } from "./bench.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -121,12 +121,7 @@ export async function benchRuntimes({ runtimes, env, measure, children }) {
     ["RSS idle (MB)", ...col((x) => f(x.rssIdle))],
     ["RSS after load (MB)", ...col((x) => f(x.rssLoaded))],
   ];
-  const header = ["", ...runtimes];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
   log("");
-  log(line(header));
-  log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const r of rows) log(line(r));
+  logTable(["", ...runtimes], rows);
   return results;
 }

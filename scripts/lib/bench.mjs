@@ -97,3 +97,12 @@ export function runMain(name, main, cleanup = () => {}) {
     },
   );
 }
+
+/** Logs a table: a header row, a rule, then `rows` (strings); the first column left-aligned, the rest right-aligned. */
+export function logTable(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  log(line(header));
+  log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const r of rows) log(line(r));
+}
