@@ -127,7 +127,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   // Built from the policy, so after it: ask_/status_/cancel_<api> for each protocol a2a API.
   if (policy) addPeerTools(tools, peerTools({ ...policy, settings, clock, logger }));
   // TOOLS_FROM_OPENAPI: one tool per operation of the policy APIs' OpenAPI files the policy allows.
-  if (policy && settings.TOOLS_FROM_OPENAPI) addOpenApiTools(tools, policy, logger);
+  if (settings.TOOLS_FROM_OPENAPI) addOpenApiTools(tools, policy, logger);
 
   const outboundFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
   const auth = await chooseAuthPolicy(settings, options.authPolicy, { fetch: outboundFetch, clock, ids, logger });

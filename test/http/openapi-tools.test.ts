@@ -192,6 +192,16 @@ describe("TOOLS_FROM_OPENAPI", () => {
     expect(made).not.toContain("orders_get_orders_order_id_history");
   });
 
+  it("warns when no tool can be made: no openapi file, or a Swagger 2.0 one", async () => {
+    const none = await makeApp({ ORDERS_URL: orders.base, TOOLS_FROM_OPENAPI: "true" }, { policyText: ORDERS_OPENAPI_POLICY(doc.file).replace(/ {4}openapi: .*\n/, "") });
+    apps.push(none);
+    expect(none.logs.filter((l) => l.level === "WARNING").map((l) => l.message)).toContain("TOOLS_FROM_OPENAPI is on, but no API of the policy names an openapi file: no tools are made");
+    const swagger = await app({ file: "swagger.json", text: JSON.stringify({ swagger: "2.0", paths: { "/orders": { get: { operationId: "listOrders" } } } }) });
+    expect(swagger.logs.filter((l) => l.level === "WARNING").map((l) => l.message)).toContain(
+      "no tools are made from the OpenAPI file of API orders: Swagger 2.0 is not supported (OpenAPI 3.0 and 3.1 are)",
+    );
+  });
+
   it("offers only what the allow-list matches", async () => {
     const a = await makeApp(
       { ORDERS_URL: orders.base, TOOLS_FROM_OPENAPI: "true" },

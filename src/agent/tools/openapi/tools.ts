@@ -91,7 +91,11 @@ export function openApiTools(setup: OpenApiSetup): OpenApiTools {
  * Adds the tools made from the policy's OpenAPI files beside the agent's others: warnings are
  * logged, and two tools of one name (made ones, or a made one and another) stop startup naming both.
  */
-export function addOpenApiTools(tools: Map<string, Tool>, setup: OpenApiSetup, logger: Logger): void {
+export function addOpenApiTools(tools: Map<string, Tool>, setup: OpenApiSetup | undefined, logger: Logger): void {
+  if (!setup || setup.openapi.size === 0) {
+    logger.warning(`TOOLS_FROM_OPENAPI is on, but ${setup ? "no API of the policy names an openapi file" : "there is no API policy"}: no tools are made`);
+    return;
+  }
   const result = openApiTools(setup);
   for (const w of result.warnings) logger.warning(w.message, w.fields);
   if (result.problems.length > 0) throw new PolicyError(result.problems);
@@ -153,7 +157,8 @@ function makeTool(info: OpenApiToolInfo, plan: OperationPlan): Tool {
 /** Why no tools can be made from a document, or undefined. */
 function documentProblem(protocol: string, doc: OpenApiDocument): string | undefined {
   if (protocol !== "http") return `it is a ${protocol} API (its calls are JSON-RPC requests, not the document's operations)`;
-  if (!/^3\.[0-9]+(\.|$)/.test(doc.version)) return `OpenAPI ${doc.version} is not supported (3.0 and 3.1 are)`;
+  if (!/^3\.[0-9]+(\.|$)/.test(doc.version))
+    return `${doc.version.startsWith("swagger") ? `Swagger ${doc.version.slice(8)}` : `OpenAPI ${doc.version}`} is not supported (OpenAPI 3.0 and 3.1 are)`;
   return undefined;
 }
 
