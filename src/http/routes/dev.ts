@@ -8,7 +8,7 @@ import { PLAYGROUND_CSP, playgroundHtml } from "../pages/playground.js";
 
 export function devRoutes({ settings, playgroundKey }: { settings: Settings; playgroundKey: string | undefined }) {
   const doc = openApiDocument(settings);
-  const playground = playgroundHtml({ apiKey: playgroundKey });
+  const playground = playgroundHtml({ apiKey: playgroundKey, a2aName: settings.A2A_NAME });
   const docs = docsHtml();
   return new Hono<HttpEnv>()
     .get("/playground", (c) => c.html(playground, 200, { "Content-Security-Policy": PLAYGROUND_CSP }))
