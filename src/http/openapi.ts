@@ -1,9 +1,12 @@
 /**
  * OpenAPI 3.1 document of every route, generated from the zod schemas that validate requests
- * (zod's own JSON Schema output), so the docs cannot drift from the validation.
+ * (zod's own JSON Schema output), so the docs cannot drift from the validation. Each operation
+ * has a request example (parameter `example`s, request body `examples`): /docs builds a curl
+ * command from them, and a test sends them.
  */
 import { z } from "zod";
 import type { Settings } from "../settings/parse.js";
+import { a2aPaths } from "./openapi-a2a.js";
 import { chatRequestSchema, decisionSchema, listApprovalsQuery, listThreadsQuery, message, threadId, threadRow } from "./schemas.js";
 
 const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: "input", unrepresentable: "any", target: "draft-2020-12" });
@@ -66,11 +69,14 @@ const approvalObject = {
 };
 const approvalList = { type: "array", items: approvalObject };
 
+const DIGEST_EXAMPLE = `sha256:${"0".repeat(64)}`;
+const bodyExamples = (examples: Record<string, unknown>) => Object.fromEntries(Object.entries(examples).map(([name, value]) => [name, { summary: name, value }]));
+
 export function openApiDocument(settings: Settings): Record<string, unknown> {
-  const threadParam = { name: "thread_id", in: "path", required: true, schema: json(threadId()) };
+  const threadParam = { name: "thread_id", in: "path", required: true, schema: json(threadId()), example: "demo-1" };
   const query = json(listThreadsQuery) as { properties: Record<string, unknown> };
   const approvalsQuery = json(listApprovalsQuery) as { properties: Record<string, unknown> };
-  const approvalParam = { name: "approval_id", in: "path", required: true, schema: { type: "string" } };
+  const approvalParam = { name: "approval_id", in: "path", required: true, schema: { type: "string" }, example: "APPROVAL_ID" };
   return {
     openapi: "3.1.0",
     info: { title: "Agent service", version: settings.AGENT_VERSION, description: "One conversational agent behind an HTTP API. Chat streams server-sent events." },
@@ -81,7 +87,15 @@ export function openApiDocument(settings: Settings): Record<string, unknown> {
         post: {
           summary: "Run the agent on one message; the answer streams as server-sent events.",
           "x-auth-action": "chat.send",
-          requestBody: { required: true, content: { "application/json": { schema: json(chatRequestSchema(settings)) } } },
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: json(chatRequestSchema(settings)),
+                examples: bodyExamples({ "a new thread": { message: "Hello!" }, "an existing thread": { message: "And now?", thread_id: "demo-1", metadata: { source: "docs" } } }),
+              },
+            },
+          },
           responses: {
             "200": { description: "Events message.start, message.delta, tool.call, tool.result, message.end or error.", content: { "text/event-stream": { schema: { type: "string" } } } },
             ...responses({ "413": "Body over MAX_REQUEST_BYTES." }),
@@ -127,7 +141,7 @@ export function openApiDocument(settings: Settings): Record<string, unknown> {
         get: {
           summary: "Approvals across threads the caller may see, newest first: its own, those naming one of its roles, all for read-across roles.",
           "x-auth-action": "approval.read",
-          parameters: Object.entries(approvalsQuery.properties).map(([name, schema]) => ({ name, in: "query", required: false, schema })),
+          parameters: Object.entries(approvalsQuery.properties).map(([name, schema]) => ({ name, in: "query", required: false, schema, ...(name === "status" ? { example: "pending" } : {}) })),
           responses: { "200": { description: "Approvals; each carries its thread_id.", content: { "application/json": { schema: approvalList } } }, ...responses({}) },
         },
       },
@@ -136,7 +150,15 @@ export function openApiDocument(settings: Settings): Record<string, unknown> {
           summary: "Decide a waiting call. After the run's last decision the resumed run streams as server-sent events.",
           "x-auth-action": "approval.decide",
           parameters: [threadParam, approvalParam],
-          requestBody: { required: true, content: { "application/json": { schema: json(decisionSchema) } } },
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: json(decisionSchema),
+                examples: bodyExamples({ approve: { decision: "approve", comment: "ok", digest: DIGEST_EXAMPLE }, reject: { decision: "reject", comment: "not this one" } }),
+              },
+            },
+          },
           responses: {
             "200": {
               description:
@@ -162,6 +184,7 @@ export function openApiDocument(settings: Settings): Record<string, unknown> {
       "/health": { get: { summary: "Liveness.", security: [], responses: { "200": { description: "`{status: 'ok', runtime, checkpointer}`" } } } },
       "/ready": { get: { summary: "Readiness: the store answers within 2 s.", security: [], responses: { "200": { description: "`{status: 'ready'}`" }, "503": { description: "`{status: 'not_ready'}`" } } } },
       "/metrics": { get: { summary: "Prometheus metrics (bearer METRICS_TOKEN when set).", security: [], responses: { "200": { description: "Text exposition 0.0.4." }, "401": { description: "METRICS_TOKEN set and not presented." }, "404": { description: "METRICS_ENABLED is false." } } } },
+      ...a2aPaths(settings),
       "/playground": { get: { summary: "Dev chat page (APP_ENV=dev only).", security: [], responses: { "200": { description: "HTML." } } } },
       "/docs": { get: { summary: "These docs (APP_ENV=dev only).", security: [], responses: { "200": { description: "HTML." } } } },
       "/openapi.json": { get: { summary: "This document (APP_ENV=dev only).", security: [], responses: { "200": { description: "OpenAPI 3.1." } } } },

@@ -1,14 +1,17 @@
 /**
  * The dev API docs (GET /docs): one HTML page with its CSS and JS inline, so it needs no CDN or
  * internet and runs under a CSP that allows only this page and `connect-src 'self'`. It fetches
- * /openapi.json and renders each operation with `textContent` only.
+ * /openapi.json and renders each operation with `textContent` only: its parameters, body schema,
+ * A2A methods (`x-a2a-methods`), responses, and a curl request per body example (or one for an
+ * operation without a body) built from the parameter and body examples.
  */
 
 export const DOCS_CSP =
   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export function docsHtml(): string {
-  return `<!doctype html>
+  // String.raw: the page's script is written as it runs (its regular expressions keep their backslashes).
+  return String.raw`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -32,6 +35,10 @@ export function docsHtml(): string {
   li code { font-family: ui-monospace, monospace; }
   pre { margin: 0; padding: 8px 10px; background: #f3f5f8; border: 1px solid #e2e6ec; border-radius: 6px; overflow-x: auto; font: 12px/1.4 ui-monospace, monospace; }
   .error { color: #b42318; }
+  .example { font-size: 12px; color: #5a6270; margin: 8px 0 2px; }
+  .method-list li { margin: 2px 0; }
+  .method-list .stream { font-size: 11px; color: #9a6700; }
+  details summary { cursor: pointer; font-size: 12px; color: #5a6270; margin-top: 8px; }
 </style>
 </head>
 <body>
@@ -59,6 +66,61 @@ export function docsHtml(): string {
     return "any";
   }
   function section(parent, title) { parent.appendChild(el("h3", "", title)); }
+  function quote(text) { return "'" + String(text).replace(/'/g, "'\\''") + "'"; }
+
+  // A curl command for one request: path parameters filled from their examples, query parameters
+  // that have one, the body. Headers: an example's x-headers are all it needs (A2A: the version,
+  // Accept for a streaming method); otherwise the header parameters' examples, and Accept for an
+  // operation that answers server-sent events. -N shows a stream as it arrives.
+  function curl(path, method, op, example) {
+    var params = Array.isArray(op.parameters) ? op.parameters : [];
+    var url = location.origin + path.replace(/\{([^}]+)\}/g, function (whole, name) {
+      var p = params.filter(function (x) { return x.in === "path" && x.name === name; })[0];
+      return p && p.example !== undefined ? encodeURIComponent(String(p.example)) : whole;
+    });
+    var query = params.filter(function (p) { return p.in === "query" && p.example !== undefined; })
+      .map(function (p) { return encodeURIComponent(p.name) + "=" + encodeURIComponent(String(p.example)); });
+    if (query.length) url += "?" + query.join("&");
+    var headers = {};
+    if (example && example["x-headers"]) headers = example["x-headers"];
+    else {
+      params.filter(function (p) { return p.in === "header" && p.example !== undefined && !example; }).forEach(function (p) { headers[p.name] = p.example; });
+      var ok = op.responses && op.responses["200"] && op.responses["200"].content;
+      if (ok && ok["text/event-stream"]) headers["Accept"] = "text/event-stream";
+    }
+    var streams = headers["Accept"] === "text/event-stream";
+    var lines = ["curl" + (streams ? " -N" : "") + (method === "get" ? "" : " -X " + method.toUpperCase()) + " " + quote(url)];
+    if (!(Array.isArray(op.security) && op.security.length === 0)) lines.push('-H "Authorization: Bearer $AGENT_API_KEY"');
+    Object.keys(headers).forEach(function (name) { lines.push("-H " + quote(name + ": " + headers[name])); });
+    if (example) {
+      lines.push("-H 'Content-Type: application/json'");
+      lines.push("-d " + quote(JSON.stringify(example.value)));
+    }
+    return lines.join(" \\\n  ");
+  }
+  function renderExamples(card, path, method, op) {
+    var content = op.requestBody && op.requestBody.content && op.requestBody.content["application/json"];
+    var examples = content && content.examples ? content.examples : null;
+    section(card, examples && Object.keys(examples).length > 1 ? "Request examples" : "Request example");
+    if (!examples) { card.appendChild(el("pre", "request-example", curl(path, method, op, null))); return; }
+    Object.keys(examples).forEach(function (name) {
+      card.appendChild(el("div", "example", examples[name].summary || name));
+      card.appendChild(el("pre", "request-example", curl(path, method, op, examples[name])));
+    });
+  }
+  function renderMethods(card, methods) {
+    section(card, "Methods");
+    var list = el("ul", "method-list");
+    methods.forEach(function (m) {
+      var item = el("li");
+      item.appendChild(el("code", "", m.method));
+      if (m.v03) item.appendChild(document.createTextNode(" (0.3: " + m.v03 + ")"));
+      if (m.streaming) { item.appendChild(document.createTextNode(" ")); item.appendChild(el("span", "stream", "streams")); }
+      item.appendChild(document.createTextNode(": " + m.summary));
+      list.appendChild(item);
+    });
+    card.appendChild(list);
+  }
 
   function renderOperation(path, method, op) {
     var card = el("section", "op");
@@ -87,13 +149,18 @@ export function docsHtml(): string {
       card.appendChild(params);
     }
 
+    if (Array.isArray(op["x-a2a-methods"])) renderMethods(card, op["x-a2a-methods"]);
+
     var content = op.requestBody && op.requestBody.content;
     if (content) {
       Object.keys(content).forEach(function (type) {
-        section(card, "Request body (" + type + ")");
-        card.appendChild(el("pre", "", JSON.stringify(content[type].schema, null, 2)));
+        var schema = el("details");
+        schema.appendChild(el("summary", "", "Request body schema (" + type + ")"));
+        schema.appendChild(el("pre", "", JSON.stringify(content[type].schema, null, 2)));
+        card.appendChild(schema);
       });
     }
+    renderExamples(card, path, method, op);
 
     if (op.responses) {
       section(card, "Responses");
