@@ -1,0 +1,215 @@
+/**
+ * The deploy artefacts under scripts/deploy/, which neither Docker nor Helm can run here: the
+ * chart rendered with its values (test/support/helm-lite.ts) and parsed as Kubernetes objects,
+ * and the Dockerfile's instructions read and checked against package.json, the build's entries
+ * and the repository, so neither can drift from the service.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
+import { parseSettings } from "../../src/settings/parse.js";
+import { settingsShape } from "../../src/settings/schema.js";
+import tsupConfig from "../../tsup.config.js";
+import { renderChart } from "../support/helm-lite.js";
+
+const CHART = "scripts/deploy/helm/agent-service";
+const DOCKERFILE = "scripts/deploy/Dockerfile";
+const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string>; engines: { node: string } };
+
+type Obj = Record<string, any>;
+
+/** Every object of the rendered chart, by kind (one of each here). */
+function objects(): Record<string, Obj> {
+  const { files } = renderChart(CHART);
+  const byKind: Record<string, Obj> = {};
+  for (const [name, text] of Object.entries(files)) {
+    for (const doc of parseAllDocuments(text)) {
+      expect(doc.errors, name).toEqual([]);
+      const obj = doc.toJS() as Obj | null;
+      if (!obj) continue;
+      expect(obj.apiVersion, name).toBeTruthy();
+      expect(byKind[obj.kind], `${name}: a second ${obj.kind}`).toBeUndefined();
+      byKind[obj.kind] = obj;
+    }
+  }
+  return byKind;
+}
+
+/** Secret variables: never in the ConfigMap, always a secretKeyRef. */
+const SECRET = /(^|_)(KEY|TOKEN|SECRET|PASSWORD|DSN|URI)$/;
+
+describe("Helm chart", () => {
+  const k = objects();
+  const values = renderChart(CHART).values as Obj;
+  const deployment = k.Deployment!;
+  const pod = deployment?.spec.template;
+  const container = pod?.spec.containers[0];
+  const settings = k.ConfigMap?.data as Record<string, unknown>;
+
+  it("renders a Deployment, a Service, a ConfigMap and a PodDisruptionBudget", () => {
+    expect(Object.keys(k).sort()).toEqual(["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]);
+  });
+
+  it("two replicas with CHECKPOINTER=sql, so they share state through PostgreSQL", () => {
+    expect(deployment.spec.replicas).toBe(2);
+    expect(settings.CHECKPOINTER).toBe("sql");
+    expect(deployment.spec.selector.matchLabels).toEqual(pod.metadata.labels);
+  });
+
+  it("settings come from the ConfigMap as strings, every one a variable the service knows, and they parse", () => {
+    expect(container.envFrom).toEqual([{ configMapRef: { name: k.ConfigMap!.metadata.name } }]);
+    for (const [key, value] of Object.entries(settings)) {
+      expect(typeof value, key).toBe("string");
+      expect(Object.keys(settingsShape), key).toContain(key);
+      expect(key, "a secret in the ConfigMap").not.toMatch(SECRET);
+    }
+    const secrets = Object.fromEntries((container.env as Obj[]).map((e) => [e.name, "from-the-secret"]));
+    const parsed = parseSettings({ ...(settings as Record<string, string>), ...secrets, SQLDB_DSN: "postgres://agent@db:5432/app" });
+    expect(parsed.CHECKPOINTER).toBe("sql");
+    expect(parsed.HOST).toBe("0.0.0.0");
+    expect(parsed.PORT).toBe(values.port);
+  });
+
+  it("keys are Secret references, never values", () => {
+    const env = container.env as Obj[];
+    expect(env.map((e) => e.name)).toEqual(expect.arrayContaining(["API_KEY", "SQLDB_DSN"]));
+    for (const e of env) {
+      expect(Object.keys(settingsShape), e.name).toContain(e.name);
+      expect(e.value, e.name).toBeUndefined();
+      expect(e.valueFrom?.secretKeyRef, e.name).toMatchObject({ name: expect.any(String), key: expect.any(String) });
+    }
+  });
+
+  it("liveness on /health and readiness on /ready, on the container's port", () => {
+    const port = container.ports.find((p: Obj) => p.name === "http");
+    expect(port.containerPort).toBe(Number(settings.PORT));
+    expect(container.livenessProbe.httpGet).toEqual({ path: "/health", port: "http" });
+    expect(container.readinessProbe.httpGet).toEqual({ path: "/ready", port: "http" });
+  });
+
+  it("terminationGracePeriodSeconds covers the preStop pause, the drain grace and the entry's last 5 s", () => {
+    const preStop = Number(container.lifecycle.preStop.exec.command.at(-1));
+    const drain = Number(settings.DRAIN_GRACE_S ?? 25);
+    expect(pod.spec.terminationGracePeriodSeconds).toBeGreaterThan(preStop + drain + 5);
+  });
+
+  it("runs as a non-root user", () => {
+    expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+    expect(pod.spec.securityContext.runAsUser).not.toBe(0);
+    expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false });
+  });
+
+  it("the Service and the PodDisruptionBudget select the Deployment's pods", () => {
+    expect(k.Service!.spec.selector).toEqual(pod.metadata.labels);
+    expect(k.Service!.spec.ports[0].targetPort).toBe("http");
+    expect(k.PodDisruptionBudget!.spec.selector.matchLabels).toEqual(pod.metadata.labels);
+    expect(k.PodDisruptionBudget!.spec.minAvailable).toBeLessThan(deployment.spec.replicas);
+  });
+});
+
+// ---- Dockerfile -----------------------------------------------------------------------------
+
+interface Instruction {
+  readonly op: string;
+  readonly args: string;
+  /** Index of the stage (FROM) it belongs to. */
+  readonly stage: number;
+}
+
+/** Instructions with continuation lines joined, comments and the parser directive dropped. */
+function instructions(text: string): Instruction[] {
+  const out: Instruction[] = [];
+  let stage = -1;
+  const joined = text.replace(/\\\n\s*/g, " ");
+  for (const raw of joined.split("\n")) {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#")) continue;
+    const [, op, args] = /^(\S+)\s*(.*)$/.exec(line)!;
+    if (op!.toUpperCase() === "FROM") stage++;
+    out.push({ op: op!.toUpperCase(), args: args!, stage });
+  }
+  return out;
+}
+
+/** `["a", "b"]` (exec form) or `a b` (shell form) -> words. */
+const words = (args: string): string[] => (args.startsWith("[") ? (JSON.parse(args) as string[]) : args.split(/\s+/));
+
+describe("Dockerfile", () => {
+  const all = instructions(readFileSync(DOCKERFILE, "utf8"));
+  const last = Math.max(...all.map((i) => i.stage));
+  const final = all.filter((i) => i.stage === last);
+  const one = (op: string) => {
+    const found = final.filter((i) => i.op === op);
+    expect(found, op).toHaveLength(1);
+    return found[0]!.args;
+  };
+
+  it("is multi-stage: the image installs production dependencies only (npm ci --omit=dev)", () => {
+    expect(last).toBeGreaterThanOrEqual(1);
+    expect(final.some((i) => i.op === "RUN" && /\bnpm ci --omit=dev\b/.test(i.args))).toBe(true);
+    expect(final.some((i) => i.op === "RUN" && /\bnpm (ci|install)\b(?!.*--omit=dev)/.test(i.args))).toBe(false);
+  });
+
+  it("its base image's Node satisfies package.json engines", () => {
+    const min = Number(/>=\s*(\d+)/.exec(pkg.engines.node)![1]);
+    for (const from of all.filter((i) => i.op === "FROM")) {
+      const major = Number(/^node:(\d+)/.exec(from.args)?.[1]);
+      expect(major, from.args).toBeGreaterThanOrEqual(min);
+    }
+  });
+
+  it("every npm script it runs exists, and every file that script names is copied in before", () => {
+    for (const [index, i] of all.entries()) {
+      if (i.op !== "RUN") continue;
+      for (const [, script] of i.args.matchAll(/\bnpm run ([\w:-]+)/g)) {
+        expect(Object.keys(pkg.scripts), `npm run ${script}`).toContain(script);
+        const copied = all.slice(0, index).filter((c) => c.op === "COPY" && c.stage === i.stage && !c.args.startsWith("--from"));
+        const targets = copied.flatMap((c) => words(c.args).slice(0, -1));
+        for (const [path] of pkg.scripts[script!]!.matchAll(/\b(?:scripts|src)\/[\w./-]+/g)) {
+          expect(
+            targets.some((t) => path.startsWith(`${t.replace(/\/$/, "")}/`) || path === t),
+            `${path} (npm run ${script}) is not copied into the stage`,
+          ).toBe(true);
+        }
+      }
+    }
+  });
+
+  it("every path it copies from the repository exists", () => {
+    for (const c of all.filter((i) => i.op === "COPY" && !i.args.startsWith("--from"))) {
+      for (const source of words(c.args).slice(0, -1)) expect(existsSync(source), source).toBe(true);
+    }
+  });
+
+  it("runs the Node entry as `npm start` does, from the build stage's dist/, which the build makes", () => {
+    const cmd = words(one("CMD"));
+    expect(cmd.join(" ")).toBe(pkg.scripts.start);
+    const entry = cmd.find((w) => w.startsWith("dist/"))!;
+    const name = /^dist\/(.+)\.js$/.exec(entry)![1]!;
+    const entries = (tsupConfig as unknown as { entry: Record<string, string> }[]).flatMap((c) => Object.keys(c.entry));
+    expect(entries).toContain(name);
+    expect(final.some((i) => i.op === "COPY" && /^--from=\S+\s+\/app\/dist\s+\.\/dist$/.test(i.args))).toBe(true);
+    expect(all.some((i) => i.op === "WORKDIR" && i.args === "/app" && i.stage === 0)).toBe(true);
+  });
+
+  it("runs as a non-root user", () => {
+    const user = one("USER");
+    expect(["root", "0"]).not.toContain(user.split(":")[0]);
+  });
+
+  it("listens on all interfaces on the port it exposes, the chart's port and the spec's default", () => {
+    const env = final.filter((i) => i.op === "ENV").map((i) => i.args).join(" ");
+    expect(env).toMatch(/\bHOST=0\.0\.0\.0\b/);
+    const port = Number(/\bPORT=(\d+)/.exec(env)![1]);
+    expect(Number(one("EXPOSE"))).toBe(port);
+    expect(port).toBe(8000);
+    expect(port).toBe((renderChart(CHART).values as Obj).port);
+  });
+
+  it("its healthcheck asks /health on that port", () => {
+    const check = one("HEALTHCHECK");
+    expect(check).toMatch(/\bCMD\b/);
+    expect(check).toContain("/health");
+    expect(check).toContain("process.env.PORT");
+  });
+});
