@@ -9,11 +9,12 @@ import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { parseSettings } from "../../src/settings/parse.js";
 import { settingsShape } from "../../src/settings/schema.js";
-import tsupConfig from "../../tsup.config.js";
 import { renderChart } from "../support/helm-lite.js";
 
 const CHART = "scripts/deploy/helm/agent-service";
 const DOCKERFILE = "scripts/deploy/Dockerfile";
+// Loaded by URL, not imported: tsc would otherwise typecheck the build config with the tests.
+const tsupConfig = ((await import(new URL("../../tsup.config.ts", import.meta.url).href)) as { default: unknown }).default;
 const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string>; engines: { node: string } };
 
 type Obj = Record<string, any>;
