@@ -101,16 +101,9 @@ const A2A_SEND = new Set(["SendMessage", "SendStreamingMessage"]);
  */
 export function loadPolicy(text: string, source?: string): Policy {
   const problems: PolicyProblem[] = [];
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, merge: false, lineCounter: lines });
-  for (const e of doc.errors) {
-    const line = e.pos ? lines.linePos(e.pos[0]).line : undefined;
-    const at = line ? `line ${line}` : "document";
-    if (e.code === "DUPLICATE_KEY" && e.pos) problems.push({ place: placeOfKey(doc, e.pos[0]) ?? at, message: `repeats a key (${at})` });
-    else problems.push({ place: source ? `${source} ${at}` : at, message: `is not valid YAML: ${e.message}` });
-  }
-  if (problems.length > 0) throw new PolicyError(problems);
-  const raw: unknown = doc.toJS({ maxAliasCount: 100 });
+  const yaml = readYaml(text, source);
+  if (!yaml.ok) throw new PolicyError(yaml.problems);
+  const raw = yaml.value;
 
   const top = documentSchema.safeParse(raw);
   if (!top.success) throw new PolicyError(zodProblems(top.error, "", raw));
@@ -309,6 +302,24 @@ function compileApi(name: string, api: ApiInput): ApiPolicy {
   };
 }
 
+/**
+ * A YAML configuration text as plain data, repeated keys refused (placed at the key), merge keys
+ * and more than 100 aliases refused; syntax errors name their line (and `source`, the file). The
+ * system file's loader reads its YAML through this too.
+ */
+export function readYaml(text: string, source?: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problems: PolicyProblem[] } {
+  const problems: PolicyProblem[] = [];
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, merge: false, lineCounter: lines });
+  for (const e of doc.errors) {
+    const line = e.pos ? lines.linePos(e.pos[0]).line : undefined;
+    const at = line ? `line ${line}` : "document";
+    if (e.code === "DUPLICATE_KEY" && e.pos) problems.push({ place: placeOfKey(doc, e.pos[0]) ?? at, message: `repeats a key (${at})` });
+    else problems.push({ place: source ? `${source} ${at}` : at, message: `is not valid YAML: ${e.message}` });
+  }
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: doc.toJS({ maxAliasCount: 100 }) };
+}
+
 /** The dotted place of the map key that starts at `offset` (`apis.orders.auth`), list items by index. */
 function placeOfKey(doc: Document, offset: number): string | undefined {
   let place: string | undefined;
@@ -328,7 +339,8 @@ function placeOfKey(doc: Document, offset: number): string | undefined {
   return place;
 }
 
-function zodProblems(error: z.ZodError, base: string, root: unknown): PolicyProblem[] {
+/** Zod issues as placed problems (`base.key[0].key`); the system file's loader reads its issues through this too. */
+export function zodProblems(error: z.ZodError, base: string, root: unknown): PolicyProblem[] {
   return error.issues.flatMap((issue): PolicyProblem[] => {
     if (issue.code === "invalid_union" && issue.errors.length > 0) {
       // Report the branch that got furthest (a rule rather than "not a rule or a list").
@@ -340,6 +352,8 @@ function zodProblems(error: z.ZodError, base: string, root: unknown): PolicyProb
       .filter((p) => p !== "")
       .join(".")
       .replace(/\.\[/g, "[");
+    // A mapping key that breaks its own rule (the system file's agent names): the key's rule says why.
+    if (issue.code === "invalid_key") return [{ place: place || "document", message: issue.issues[0]?.message ?? issue.message }];
     if (issue.code === "unrecognized_keys") return [{ place: place || "document", message: `has unknown key${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}` }];
     if (issue.code === "invalid_type" && valueAt(root, issue.path) === undefined) return [{ place: place || "document", message: "is required" }];
     return [{ place: place || "document", message: issue.message }];

@@ -38,7 +38,7 @@ export function policyJsonSchemaText(): string {
 }
 
 /** Puts FIRST first in every schema object; the names under properties and $defs keep their order. */
-function readable(node: unknown, names = false): unknown {
+export function readable(node: unknown, names = false): unknown {
   if (Array.isArray(node)) return node.map((n) => readable(n));
   if (!node || typeof node !== "object") return node;
   const entries = Object.entries(node as Record<string, unknown>);
