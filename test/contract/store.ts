@@ -521,6 +521,21 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect((await store.getApproval(b.approval_id))!.run_id).toBe(`${tag}-run-first`);
       });
 
+      it("keeps the span of the run that waits on an approval in its internal part, replaced when it moves", async () => {
+        const row = thread("ap-trace");
+        await store.createThread(row);
+        const first = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        const second = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+        const base = approval("tr", row.thread_id, { run_id: `${tag}-run-first` });
+        const a = { ...base, internal: { ...base.internal, run_trace: first } };
+        await store.createApproval(a);
+        expect((await store.getApproval(a.approval_id))!.internal.run_trace).toBe(first);
+        await store.moveApproval(a.approval_id, `${tag}-run-second`);
+        expect((await store.getApproval(a.approval_id))!.internal.run_trace).toBe(first);
+        await store.moveApproval(a.approval_id, `${tag}-run-third`, second);
+        expect(await store.getApproval(a.approval_id)).toEqual({ ...a, run_id: `${tag}-run-third`, internal: { ...a.internal, run_trace: second } });
+      });
+
       it("records a decision once under 20 concurrent deciders, dropping the shown call when asked", async () => {
         const row = thread("ap2");
         await store.createThread(row);

@@ -77,9 +77,9 @@ export function createMemoryStore(): Store {
       runs.set(runId, { ...run, resumed_by: by });
       return true;
     },
-    async moveApproval(approvalId, runId) {
+    async moveApproval(approvalId, runId, runTrace) {
       const a = approvals.get(approvalId);
-      if (a && a.status === "pending") approvals.set(approvalId, { ...a, run_id: runId });
+      if (a && a.status === "pending") approvals.set(approvalId, { ...a, run_id: runId, ...(runTrace !== undefined ? { internal: { ...a.internal, run_trace: runTrace } } : {}) });
     },
     async findApproval(threadId, toolCallId, digest) {
       for (const a of approvals.values()) if (a.thread_id === threadId && a.internal.tool_call_id === toolCallId && a.digest === digest) return a;

@@ -24,8 +24,10 @@ export interface ApprovalStore {
   /**
    * A pending approval now waited on by another run: a run resumed after a decision on one call of
    * its turn pauses again for the calls still pending, which move to it (only while pending).
+   * `runTrace`, when given, replaces the internal part's `run_trace` (the span of the run that
+   * waits now).
    */
-  moveApproval(approvalId: string, runId: string): Promise<void>;
+  moveApproval(approvalId: string, runId: string, runTrace?: string): Promise<void>;
 
   /** Records that an approved call's sending was cut off before its answer came (outcome unknown). */
   markOutcomeUnknown(approvalId: string): Promise<void>;

@@ -15,8 +15,10 @@ export function createApprovalStore(sql: Sql, guard: Guard): ApprovalStore {
         VALUES (${a.approval_id}, ${a.thread_id}, ${a.run_id}, ${a.status}, ${a.requester}, ${a.requester_actor},
                 ${sql.array([...a.approvers])}, ${a.created_at}, ${a.expires_at}, ${json(shown)}, ${json(internal)})`;
     }),
-    moveApproval: (id, runId) => guard(async () => {
-      await sql`UPDATE approvals SET run_id = ${runId}, shown = shown || ${sql.json({ run_id: runId } as never)} WHERE approval_id = ${id} AND status = 'pending'`;
+    moveApproval: (id, runId, runTrace) => guard(async () => {
+      const internal = runTrace !== undefined ? { run_trace: runTrace } : {};
+      await sql`UPDATE approvals SET run_id = ${runId}, shown = shown || ${sql.json({ run_id: runId } as never)}, internal = internal || ${sql.json(internal as never)}
+        WHERE approval_id = ${id} AND status = 'pending'`;
     }),
     getApproval: (id) => guard(async () => {
       const [r] = await sql`SELECT shown, internal FROM approvals WHERE approval_id = ${id}`;

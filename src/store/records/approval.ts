@@ -60,6 +60,11 @@ export interface ApprovalRecord {
     readonly executed_at: string | null;
     /** The answer of the sent call, so a replayed tool reads it instead of sending again. */
     readonly result: { readonly status: number; readonly headers: Readonly<Record<string, string>>; readonly body: JsonValue | string } | null;
+    /**
+     * The span of the run waiting on it, as a W3C traceparent (tracing on): the run resumed after
+     * the decision links to it. Absent on records made with tracing off (or before it existed).
+     */
+    readonly run_trace?: string | null;
   };
 }
 
