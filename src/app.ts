@@ -15,6 +15,7 @@ import { chooseAuthPolicy } from "./auth/choose.js";
 import type { CustomAuthPolicy } from "./auth/custom.js";
 import { createPrincipalHasher } from "./auth/hashing.js";
 import { type Clock, isoTime, systemClock } from "./clock.js";
+import type { Tracer } from "@opentelemetry/api";
 import { ConfigurationError } from "./errors.js";
 import type { ReadText } from "./files.js";
 import { buildRouter } from "./http/router.js";
@@ -22,6 +23,8 @@ import { type Ids, randomIds } from "./ids.js";
 import { every } from "./jobs.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics } from "./observability/metrics.js";
+import type { TraceExportFactory } from "./observability/trace-export.js";
+import { type AppTraces, startTracing } from "./observability/tracing-setup.js";
 import { authCompatibilityProblems } from "./policy/auth-fit.js";
 import { createPolicyClient } from "./policy/client.js";
 import { tokenExchangerFor } from "./policy/exchange.js";
@@ -79,6 +82,16 @@ export interface CreateAppOptions {
    * APP_URL, the A2A card names the origin each request came to instead of `http://HOST:PORT`.
    */
   readonly cardFollowsRequest?: boolean;
+  /**
+   * The runtime's trace export (src/runtime/tracing.ts on Node, Bun and Deno; worker-tracing.ts
+   * on workerd), called once with the settings when TRACING_ENABLED is on.
+   */
+  readonly traceExport?: TraceExportFactory;
+  /**
+   * A tracer of the caller's own (tests, an embedder with its own OpenTelemetry setup): used
+   * instead of `traceExport` when TRACING_ENABLED is on; its owner flushes and shuts it down.
+   */
+  readonly tracer?: Tracer;
   /** Internal, for tests: a PostgreSQL schema of its own (created if missing). */
   readonly sqlSchema?: string;
   /** Internal, for tests: how often expired approvals are swept (default 5 s). */
@@ -93,9 +106,14 @@ export interface App {
   readonly settings: Settings;
   /** Runs in progress in this process. */
   readonly activeRuns: number;
+  /**
+   * The trace export: `flush()` sends what is buffered (on workerd hand it to `ctx.waitUntil`,
+   * as flushAfterResponse does); `enabled` is false while tracing is off.
+   */
+  readonly traces: Pick<AppTraces, "enabled" | "flush">;
   /** Lets runs finish for up to `graceMs`, then interrupts the rest (graceful shutdown). */
   drain(graceMs: number): Promise<void>;
-  /** Stops timers, interrupts runs still going and closes pools. */
+  /** Stops timers, interrupts runs still going, closes pools, then flushes and stops the trace export. */
   close(): Promise<void>;
 }
 
@@ -139,17 +157,18 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
 
   const responseSchema = await loadResponseSchema(settings, readText, options.responseSchema);
   const metrics = createMetrics();
+  const { tracing, traces } = await startTracing({ settings, factory: options.traceExport, tracer: options.tracer, logger, dropped: metrics.spansDropped });
   const { store, lease } = await chooseStorage(settings, options, { clock, logger, onHealth: (up) => metrics.databaseUp.set(up ? 1 : 0) });
   const hashPrincipal = createPrincipalHasher(settings.PRINCIPAL_HASH_SALT);
   const pauses = new PauseBook();
-  const gate = options.approvalGate ?? createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses });
-  const exchanger = policy && tokenExchangerFor(policy.policy, settings, { fetch: outboundFetch, clock, logger, metrics });
+  const gate = options.approvalGate ?? createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses, tracing });
+  const exchanger = policy && tokenExchangerFor(policy.policy, settings, { fetch: outboundFetch, clock, logger, metrics, tracing });
   const agent: AgentSetup = {
     model: options.model ? () => options.model! : modelFactory(settings, (input, init) => fetch(input, init)),
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
     tools,
     responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
-    policyClient: policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate, exchanger, propagate: settings.PROPAGATE_TRACE_HEADERS, dev: settings.dev }),
+    policyClient: policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate, exchanger, tracing, dev: settings.dev }),
   };
   checkStructuredStrategy(settings, agent);
 
@@ -172,6 +191,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     decisions: { store, clock, metrics, logger, keepDecidedCalls: settings.TRACE_CAPTURE === "full" },
     pauses,
     registry: createRunRegistry(),
+    tracing,
   });
   const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId });
   runs.onResumed((approval, outcome) => a2a.settle(approval, outcome));
@@ -185,6 +205,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     ids,
     logger,
     metrics,
+    tracing,
     structured: responseSchema !== undefined,
     cardFollowsRequest: options.cardFollowsRequest ?? false,
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
@@ -199,6 +220,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     get activeRuns() {
       return runs.active;
     },
+    traces,
     drain: (graceMs) => runs.drain(graceMs),
     async close() {
       if (closed) return;
@@ -206,6 +228,8 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       for (const stop of stops) stop();
       await runs.drain(0);
       await store.close();
+      // Last: the spans of the runs just ended go out before the export stops.
+      await traces.shutdown();
     },
   };
 }

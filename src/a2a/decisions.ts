@@ -67,7 +67,7 @@ export function createDecisions({ store, runs, tasks, runInTask }: { store: Stor
   async function resume(task: TaskRecord, decided: ApprovalRecord, ctx: CallContext, listener: Listener | undefined): Promise<Started> {
     const working = await tasks.update(task, { state: "working", status_parts: [] });
     return runInTask(working, ctx.version, listener, async (emit) => {
-      const outcome = await runs.resumeAfterDecision(decided, { decider: ctx.caller, emit, logger: ctx.logger });
+      const outcome = await runs.resumeAfterDecision(decided, { decider: ctx.caller, emit, logger: ctx.logger, span: ctx.span });
       if (outcome.kind === "started") return outcome.run;
       // Other approvals of the run still wait, or another request resumes it: the task waits,
       // listing this approval too, so it takes the outcome whichever route finishes the run.

@@ -52,7 +52,7 @@ export function createStart({ settings, ids, runs, tasks, runInTask, decide }: S
     if (origin.tooDeep) return settled(await tasks.fail(task, "delegation_too_deep", "delegation chain too deep"));
     // The run frames a delegated request itself (caller note, mentioned words), from the origin.
     return runInTask(task, ctx.version, listener, (emit) =>
-      runs.startTurn({ caller: ctx.caller, threadId: task.context_id, message: msg.text, metadata: {}, emit, logger: ctx.logger, origin: origin.text }),
+      runs.startTurn({ caller: ctx.caller, threadId: task.context_id, message: msg.text, metadata: {}, emit, logger: ctx.logger, origin: origin.text, span: ctx.span }),
     );
   };
 }

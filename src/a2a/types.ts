@@ -2,6 +2,7 @@
 import type { Caller } from "../auth/caller.js";
 import type { JsonValue } from "../json.js";
 import type { Logger } from "../observability/logger.js";
+import type { TraceSpan } from "../observability/tracing.js";
 import type { A2AVersion } from "./jsonrpc.js";
 
 export type { ListTasksQuery, TaskPart, TaskRecord, TaskState } from "../store/records/task.js";
@@ -11,6 +12,8 @@ export interface CallContext {
   readonly caller: Caller;
   readonly version: A2AVersion;
   readonly logger: Logger;
+  /** The request's server span (tracing on): runs the call starts or resumes are its children. */
+  readonly span?: TraceSpan | undefined;
 }
 
 /** One A2A object on the wire (a task, a status or artifact update), before JSON-RPC wraps it. */

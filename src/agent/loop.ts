@@ -6,9 +6,11 @@
  */
 import { AppError } from "../errors.js";
 import { type JsonValue, wellFormed } from "../json.js";
+import { ATTR } from "../observability/trace-attributes.js";
+import type { TraceSpan } from "../observability/tracing.js";
 import type { Message, ToolCall } from "../store/ports.js";
 import type { RunEvent, Usage } from "./events.js";
-import { MAX_ARGUMENT_RETRIES, type Model, type ToolSpec } from "./model.js";
+import { MAX_ARGUMENT_RETRIES, type Model, type ModelRequest, type ToolSpec } from "./model.js";
 import { type AnswerChecker, FINAL_ANSWER_TOOL, MAX_STRUCTURED_TRIES, type ResponseSchema, STRUCTURED_RETRY_PREFIX } from "./structured.js";
 import { type ParsedCall, parseArguments, runToolCalls, type ToolRunOptions } from "./tool-calls.js";
 
@@ -92,6 +94,13 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
   }
 }
 
+/** A turn as GenAI output message parts (for the model span under TRACE_CAPTURE=full). */
+function outputParts({ text, calls }: ModelTurn): Record<string, JsonValue>[] {
+  const parts: Record<string, JsonValue>[] = text ? [{ type: "text", content: text }] : [];
+  for (const c of calls) parts.push({ type: "tool_call", id: c.id, name: c.name, arguments: c.arguments });
+  return parts;
+}
+
 /** What one model turn said: its words and the tool calls it made. */
 export interface ModelTurn {
   readonly text: string;
@@ -130,12 +139,32 @@ export class Loop {
     return { paused };
   }
 
+  /** One model call: `chat <model>` under the run's span while tracing is on. */
   async modelTurn(): Promise<ModelTurn> {
-    const { model, system, signal, messages, emit, structured } = this.options;
+    const { model, system, messages, trace } = this.options;
     const { scratch, responseSchema } = this;
+    const request = { system, messages: scratch.length > 0 ? [...messages, ...scratch] : messages, tools: this.specs, signal: this.options.signal, ...(responseSchema ? { responseSchema } : {}) };
+    if (!trace) return this.streamTurn(request, undefined);
+    // The prompt is content: the facade keeps it only under TRACE_CAPTURE=full.
+    const span = trace.tracing.modelSpan(model.name, trace.run, model.provider, system, request.messages);
+    try {
+      const turn = await this.streamTurn(request, span);
+      span.set(ATTR.responseModel, model.name).set(ATTR.finishReasons, [turn.calls.length > 0 ? "tool_call" : "stop"]);
+      if (trace.tracing.capture === "full") span.content(ATTR.outputMessages, [{ role: "assistant", parts: outputParts(turn) }]);
+      return turn;
+    } catch (error) {
+      span.fail(this.options.signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error", error instanceof Error ? error.message : undefined);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async streamTurn(request: ModelRequest, span: TraceSpan | undefined): Promise<ModelTurn> {
+    const { model, signal, emit, structured } = this.options;
     let text = "";
     const calls: { id: string; name: string; arguments: string }[] = [];
-    const request = { system, messages: scratch.length > 0 ? [...messages, ...scratch] : messages, tools: this.specs, signal, ...(responseSchema ? { responseSchema } : {}) };
+    const before = span && { input: this.usage.input_tokens, output: this.usage.output_tokens };
     for await (const event of model.stream(request)) {
       if (event.type === "text") {
         text += event.text;
@@ -147,6 +176,7 @@ export class Loop {
         this.usage.output_tokens += event.output_tokens;
       }
     }
+    if (span && before) span.usage(this.usage.input_tokens - before.input, this.usage.output_tokens - before.output);
     signal.throwIfAborted();
     return { text, calls };
   }

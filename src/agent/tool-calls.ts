@@ -8,6 +8,8 @@ import { isAppError } from "../errors.js";
 import type { Ids } from "../ids.js";
 import type { JsonValue } from "../json.js";
 import type { Logger } from "../observability/logger.js";
+import { ATTR } from "../observability/trace-attributes.js";
+import type { TraceSpan, Tracing } from "../observability/tracing.js";
 import type { ToolCallScope } from "../policy/client.js";
 import type { Message } from "../store/ports.js";
 import { INVALID_ARGUMENTS_PREFIX } from "./model.js";
@@ -23,6 +25,13 @@ export interface ToolRunOptions {
   readonly toolContext: Omit<ToolContext, "signal" | "api" | "toolCallId">;
   /** The outbound client for calls made by one tool call. */
   readonly apiFor: (call: ToolCallScope) => ToolContext["api"];
+  /** The run's span and the facade (tracing on): each model call and tool call is a span under it. */
+  readonly trace?: RunSpans | undefined;
+}
+
+export interface RunSpans {
+  readonly tracing: Tracing;
+  readonly run: TraceSpan;
 }
 
 /** A call as the model made it; `args` is null when they were not a JSON object. */
@@ -80,20 +89,48 @@ export function runToolCalls(options: ToolRunOptions, calls: readonly ParsedCall
   );
 }
 
+/**
+ * One call, as `execute_tool <tool>` under the run's span while tracing is on: its arguments and
+ * result are content (exported only under TRACE_CAPTURE=full), a failure its error type.
+ */
 async function runTool(options: ToolRunOptions, id: string, name: string, args: Record<string, JsonValue>, reason: string): Promise<ToolResult> {
-  const tool = options.tools.get(name);
-  if (!tool) return { content: `There is no tool named ${JSON.stringify(name)}.`, is_error: true };
-  const problems = tool.check(args);
-  if (problems.length > 0)
-    return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
+  const { trace } = options;
+  if (!trace) return runOne(options, id, name, args, reason, undefined);
+  const span = trace.tracing.toolSpan(name, trace.run, id, args);
   try {
-    const value = await tool.run(args, { ...options.toolContext, api: options.apiFor({ tool: name, toolCallId: id, reason, ...(tool.redact ? { redact: tool.redact } : {}) }), signal: options.signal, toolCallId: id });
+    const result = await runOne(options, id, name, args, reason, span);
+    if (result.paused) span.event("approval_pending");
+    else if (!result.is_error) span.content(ATTR.toolResult, result.content);
+    return result;
+  } catch (error) {
+    span.fail(options.signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error");
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+async function runOne(options: ToolRunOptions, id: string, name: string, args: Record<string, JsonValue>, reason: string, span: TraceSpan | undefined): Promise<ToolResult> {
+  const tool = options.tools.get(name);
+  if (!tool) {
+    span?.fail("unknown_tool");
+    return { content: `There is no tool named ${JSON.stringify(name)}.`, is_error: true };
+  }
+  const problems = tool.check(args);
+  if (problems.length > 0) {
+    span?.fail("invalid_arguments");
+    return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
+  }
+  try {
+    const api = options.apiFor({ tool: name, toolCallId: id, reason, ...(tool.redact ? { redact: tool.redact } : {}), span });
+    const value = await tool.run(args, { ...options.toolContext, api, signal: options.signal, toolCallId: id });
     return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
   } catch (error) {
     if (options.signal.aborted) throw options.signal.reason;
     if (isAppError(error) && error.code === "paused") return { content: "", is_error: false, paused: true };
     const errorId = options.ids.errorId();
     const errorType = isAppError(error) ? error.name : error instanceof Error ? error.name : "Error";
+    span?.fail(errorType, error instanceof Error ? error.message : undefined);
     options.logger.warning("tool call failed", { error_id: errorId, tool: name, error_type: errorType, tool_call_id: id });
     // Policy refusals and failed calls carry a reason written for the model (spec 7.4).
     if (isAppError(error) && (error.code === "api_policy" || error.code === "api_call"))

@@ -10,6 +10,7 @@ import { type Clock, isoTime } from "../clock.js";
 import { ApiCallError, ApiPolicyError, RunPaused } from "../errors.js";
 import type { Ids } from "../ids.js";
 import type { Metrics } from "../observability/metrics.js";
+import type { Tracing } from "../observability/tracing.js";
 import type { Gate } from "../policy/document.js";
 import type { ApprovalGate, HeldCall, HoldContext, HoldOutcome } from "../policy/gate.js";
 import type { Store } from "../store/ports.js";
@@ -44,12 +45,19 @@ export interface ApprovalGateDeps {
   readonly metrics: Metrics;
   readonly hashPrincipal: PrincipalHasher;
   readonly pauses: PauseBook;
+  /** `approval_pause` spans; a no-op facade while tracing is off. */
+  readonly tracing: Tracing;
 }
 
 const REASON_MAX = 1000;
 
 export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
-  const { store, clock, ids, metrics, pauses } = deps;
+  const { store, clock, ids, metrics, pauses, tracing } = deps;
+  /** The run pauses on an approval: a span under the tool call's, marking the moment. */
+  const paused = (ctx: HoldContext, approvalId: string, api: string): never => {
+    if (tracing.enabled) tracing.approvalSpan("pause", ctx.span, approvalId, api).end();
+    throw new RunPaused();
+  };
 
   return {
     async hold(call: HeldCall, gate: Gate | null, ctx: HoldContext): Promise<HoldOutcome> {
@@ -112,20 +120,21 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
             },
             executed_at: null,
             result: null,
+            ...runTrace(ctx),
           },
         };
         await store.createApproval(record);
         metrics.approvals.inc({ event: "requested" });
         pauses.add(ctx.runId, ctx.toolCallId, record.approval_id);
-        throw new RunPaused();
+        return paused(ctx, record.approval_id, call.api);
       }
 
       switch (existing.status) {
         case "pending":
           // A run resumed after a decision on another call of the turn waits on this one now.
-          if (existing.run_id !== ctx.runId) await store.moveApproval(existing.approval_id, ctx.runId);
+          if (existing.run_id !== ctx.runId) await store.moveApproval(existing.approval_id, ctx.runId, runTrace(ctx).run_trace);
           pauses.add(ctx.runId, ctx.toolCallId, existing.approval_id);
-          throw new RunPaused();
+          return paused(ctx, existing.approval_id, call.api);
         case "rejected":
           throw new ApiPolicyError(`not approved: the call was rejected${existing.comment ? ` with the comment: ${existing.comment}` : ""}; nothing was sent`);
         case "expired":
@@ -181,6 +190,12 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
 function reasonFor(tool: string, words: string, call: { method: string; api: string; path: string }): string {
   const said = words.trim();
   return said ? `${tool}: ${said}` : `${tool}: ${call.method} ${call.path} on API ${call.api} (the model gave no reason)`;
+}
+
+/** The waiting run's span as a traceparent, when there is one (tracing off: nothing is kept). */
+function runTrace(ctx: HoldContext): { run_trace?: string } {
+  const traceparent = ctx.runSpan?.traceparent();
+  return traceparent !== undefined ? { run_trace: traceparent } : {};
 }
 
 function redactQuery(query: Record<string, string | string[]>, redact: readonly string[]): Record<string, string | string[]> {

@@ -1,4 +1,4 @@
-/** The Hono app: middleware in order (request id, access, errors), then the route groups. */
+/** The Hono app: middleware in order (request id, server span, access, errors), then the route groups. */
 import { Hono } from "hono";
 import type { A2AService } from "../a2a/service.js";
 import type { PrincipalHasher } from "../auth/hashing.js";
@@ -6,6 +6,7 @@ import type { AuthPolicy } from "../auth/policy.js";
 import type { Ids } from "../ids.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import type { Tracing } from "../observability/tracing.js";
 import type { Runs } from "../runs/index.js";
 import type { Settings } from "../settings/parse.js";
 import type { Store } from "../store/ports.js";
@@ -15,6 +16,7 @@ import { authGuard } from "./middleware/auth.js";
 import { cors } from "./middleware/cors.js";
 import { errorHandler, notFoundHandler } from "./middleware/errors.js";
 import { requestId } from "./middleware/request-id.js";
+import { traceRequests } from "./middleware/trace.js";
 import { a2aRoutes } from "./routes/a2a.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chatRoutes } from "./routes/chat.js";
@@ -32,6 +34,8 @@ export interface RouterParts {
   readonly ids: Ids;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Server spans are made only while it is enabled (the middleware is left out otherwise). */
+  readonly tracing: Tracing;
   /** The A2A card says whether answers are structured. */
   readonly structured: boolean;
   /** The runtime's HOST/PORT do not say where it is reached: the A2A card names the request's origin. */
@@ -45,6 +49,7 @@ export function buildRouter(parts: RouterParts): Hono<HttpEnv> {
   const requireAuth = authGuard(parts);
   const app = new Hono<HttpEnv>();
   app.use("*", requestId(parts));
+  if (parts.tracing.enabled) app.use("*", traceRequests(parts));
   app.use("*", access(parts));
   app.use("*", cors({ allowed: settings.CORS_ALLOWED_ORIGINS }));
   app.onError(errorHandler({ ids, dev: settings.dev }));

@@ -5,17 +5,22 @@
  * approval when gated, its credential found (credential.ts) and the limits taken last; only then
  * is an approved call claimed, and sent (outbound.ts). The URL is built from the base URL and the
  * judged path by hand, never re-resolved, so the path that was judged is the path that is sent.
- * Redirects are not followed.
+ * Redirects are not followed. Each call sent is a client span under its tool call's span (a call
+ * to a peer agent: `invoke_agent <peer>`), and carries the request id and trace context per
+ * PROPAGATE_TRACE_HEADERS (`tracing.inject`).
  */
 import type { Principal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
 import { ApiCallError, ApiPolicyError } from "../errors.js";
 import type { JsonValue } from "../json.js";
 import type { Logger } from "../observability/logger.js";
+import { ATTR } from "../observability/trace-attributes.js";
+import { createTracing, NOOP_SPAN, propagationTarget, type TraceSpan, type Tracing } from "../observability/tracing.js";
 import { type Credential, credentialFor, exchangedCredential, plainHttpElsewhere } from "./credential.js";
 import type { ApiPolicy, Policy } from "./document.js";
 import type { TokenExchanger } from "./exchange.js";
 import type { ApprovalGate, HeldCall, RelayRecord } from "./gate.js";
+import { matches } from "./judge.js";
 import { type JudgedRequest, judgeRequest } from "./judge-request.js";
 import type { LabelIndex } from "./labels.js";
 import { TokenBucket } from "./limits.js";
@@ -37,8 +42,15 @@ export interface PolicyClientOptions {
   /** Exchanges the caller's token for `auth: exchange` APIs (exchange.ts); absent, they are refused. */
   readonly exchanger?: TokenExchanger;
   /**
-   * PROPAGATE_TRACE_HEADERS (spec 6.4): which calls carry the request's X-Request-ID: `peers`
-   * (default) calls to other agents and to forward/exchange APIs, `all` every call, `off` none.
+   * Client spans and what calls carry (PROPAGATE_TRACE_HEADERS: X-Request-ID and, under OTLP,
+   * traceparent/tracestate). Without one, a facade that traces nothing and propagates per
+   * `propagate`.
+   */
+  readonly tracing?: Tracing;
+  /**
+   * PROPAGATE_TRACE_HEADERS (spec 6.4) when no `tracing` is given: which calls carry the
+   * request's X-Request-ID: `peers` (default) calls to other agents and to forward/exchange APIs,
+   * `all` every call, `off` none.
    */
   readonly propagate?: "peers" | "all" | "off";
   /** APP_ENV=dev: a credential to an A2A peer may go over plain http anywhere. */
@@ -55,6 +67,8 @@ export interface RunScope {
   readonly resumed: boolean;
   /** The user's own words of this run (a delegated run: those its caller forwarded), for peers. */
   readonly originWords?: string;
+  /** The run's span (tracing on): kept with an approval the run waits on. */
+  readonly span?: TraceSpan | undefined;
 }
 
 /** Which tool call the calls come from, and the model's words of that turn. */
@@ -64,6 +78,8 @@ export interface ToolCallScope {
   readonly reason: string;
   /** The tool's own `redact=` fields (defineTool), masked in every call it makes like a call's own. */
   readonly redact?: readonly string[];
+  /** The tool call's span (tracing on): the parent of the calls' client spans. */
+  readonly span?: TraceSpan | undefined;
 }
 
 export interface PolicyClient {
@@ -73,13 +89,14 @@ export interface PolicyClient {
 
 export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
   const { policy, clock } = options;
+  const tracing = options.tracing ?? createTracing({ capture: "metadata", propagate: options.propagate ?? "peers", agentName: "", agentVersion: "" });
   const buckets = new Map<string, TokenBucket>();
   for (const [name, api] of policy.apis)
     if (api.limits.ratePerMinute !== undefined) buckets.set(name, new TokenBucket(api.limits.ratePerMinute, clock));
 
   return {
     forRun(scope) {
-      const run: RunCalls = { options, buckets, scope, counts: new Map(), inflight: new Set() };
+      const run: RunCalls = { options, tracing, buckets, scope, counts: new Map(), inflight: new Set() };
       // One listener per run, not per call: stopping the run fails every call still in flight.
       scope.signal.addEventListener("abort", () => {
         for (const reject of run.inflight) reject(scope.signal.reason);
@@ -97,6 +114,7 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
 /** What the calls of one run share: the client, the run, its call counts and its calls in flight. */
 interface RunCalls {
   readonly options: PolicyClientOptions;
+  readonly tracing: Tracing;
   /** Per process: one `rate_per_minute` bucket per API that has one. */
   readonly buckets: ReadonlyMap<string, TokenBucket>;
   readonly scope: RunScope;
@@ -119,16 +137,20 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   takeLimits(run, api);
   // Exchanged after the gate and the limits, before the claim: a failed exchange leaves an
   // approved call unclaimed, and the issuer never hears of a call refused anyway (spec 5.8).
-  if (api.auth === "exchange") credential = await exchangedCredential(options.exchanger, api, run.scope.principal, run.scope.logger);
+  if (api.auth === "exchange") credential = await exchangedCredential(options.exchanger, api, run.scope.principal, run.scope.logger, toolCall.span);
   const { call, approvalId } = hold;
   // Claimed only now that every refusal is decided: a call claimed once is never sent again.
   if (approvalId !== undefined && !(await options.gate!.claim(approvalId)))
     throw new ApiPolicyError("the approved call was already sent once; it is not sent again");
   const headers = addClientHeaders(judged.headers, api, approvalId, credential, call.body);
-  propagateRequestId(headers, api, options.propagate ?? "peers", run.scope.logger.requestId);
-  const url = `${options.baseUrls.get(api.name)}${judged.path}${queryString(call.query)}`;
+  const base = options.baseUrls.get(api.name) ?? "";
+  const span = run.tracing.enabled ? callSpan(run.tracing, toolCall.span, judged, request.path, base) : NOOP_SPAN;
+  // The request id and trace context per PROPAGATE_TRACE_HEADERS; a header the tool set wins.
+  // Approvals do not bind them (they are not part of the call shown): a resumed run sends its own.
+  run.tracing.inject(headers, propagationTarget(api), span, run.scope.logger.requestId);
+  const url = `${base}${judged.path}${queryString(call.query)}`;
   const operation = judged.call.operationId ?? request.path;
-  const response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation });
+  const response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
   if (approvalId !== undefined) await options.gate?.answered(approvalId, response);
   return response;
 }
@@ -154,6 +176,8 @@ async function holdForApproval(run: RunCalls, toolCall: ToolCallScope, judged: J
     principal: scope.principal,
     signal: scope.signal,
     resumed: scope.resumed,
+    span: toolCall.span,
+    runSpan: scope.span,
   });
   if (outcome.kind === "answered") return outcome;
   // Exactly the recorded call: what the person saw and approved, not what the replay rebuilt.
@@ -179,13 +203,35 @@ function takeLimits(run: RunCalls, api: ApiPolicy): void {
 }
 
 /**
- * The request's id on calls that PROPAGATE_TRACE_HEADERS names, so one request can be followed
- * across agents; a tool-set header wins. Approvals do not bind it (it is not part of the call
- * shown), so a resumed run sends its own request's id.
+ * The client span of one call: `<METHOD> <path template>` (`invoke_agent <peer>` for a message to
+ * a peer agent), never the query, whose values are data.
  */
-function propagateRequestId(headers: Record<string, string>, api: ApiPolicy, propagate: "peers" | "all" | "off", requestId: string | undefined): void {
-  if (requestId === undefined || propagate === "off" || headers["x-request-id"] !== undefined) return;
-  if (propagate === "all" || api.protocol === "a2a" || api.auth === "forward" || api.auth === "exchange") headers["x-request-id"] = requestId;
+function callSpan(tracing: Tracing, parent: TraceSpan | undefined, judged: JudgedRequest, toolPath: unknown, base: string): TraceSpan {
+  const { api, method, call } = judged;
+  const template = pathTemplate(toolPath, judged);
+  const server = URL.canParse(base) ? new URL(base) : undefined;
+  const operation = call.operationId ?? call.rpcMethod;
+  if (api.protocol === "a2a" && (call.rpcMethod === "SendMessage" || call.rpcMethod === "SendStreamingMessage")) {
+    const span = tracing.peerSpan(api.name, parent).set(ATTR.httpMethod, method).set(ATTR.urlTemplate, template).set(ATTR.apiOperation, operation);
+    return server ? span.set(ATTR.serverAddress, server.hostname).set(ATTR.serverPort, server.port === "" ? undefined : Number(server.port)) : span;
+  }
+  return tracing.clientSpan(api.name, method, template, parent, server, operation);
+}
+
+/** Segments that look like ids or keys: digits, a UUID, a long hex or opaque token. */
+const ID_LIKE = /^(\d+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,}|[A-Za-z0-9_~.-]{24,})$/i;
+
+/**
+ * The call's path as a template: the tool's own (`/orders/{id}` with pathParams), else the path
+ * of the allowed operation it matched, else the judged path with id-like segments as `{id}`.
+ */
+function pathTemplate(toolPath: unknown, judged: JudgedRequest): string {
+  if (typeof toolPath === "string" && toolPath.includes("{")) return toolPath;
+  for (const e of judged.api.allowed ?? []) if (e.path !== undefined && matches(e, judged.call)) return e.path.source;
+  return judged.path
+    .split("/")
+    .map((segment) => (ID_LIKE.test(segment) ? "{id}" : segment))
+    .join("/");
 }
 
 /** Adds the client's own headers to the tool's cleaned ones, in this order (later ones win). */
@@ -206,7 +252,7 @@ function addClientHeaders(
   return headers;
 }
 
-async function transmit(run: RunCalls, call: OutboundCall): Promise<ApiResponse> {
+async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Promise<ApiResponse> {
   const { scope, inflight } = run;
   const { api } = call;
   const started = performance.now();
@@ -231,6 +277,7 @@ async function transmit(run: RunCalls, call: OutboundCall): Promise<ApiResponse>
       pending.then(resolve, reject);
     });
   } catch (error) {
+    span.fail(scope.signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error");
     if (scope.signal.aborted) throw scope.signal.reason;
     if ((error as { code?: string }).code === "api_call") throw error;
     const code = String((error as { cause?: { code?: unknown } }).cause?.code ?? (error as { code?: unknown }).code ?? "");
@@ -245,5 +292,7 @@ async function transmit(run: RunCalls, call: OutboundCall): Promise<ApiResponse>
     const { answer } = state;
     if (answer && !answer.bodyUsed && answer.body && !answer.body.locked) void answer.body.cancel().catch(() => {});
     scope.logger.info("api call", { api: api.name, method: call.method, operation: call.operation, status: state.status, duration_ms: Math.round(performance.now() - started) });
+    if (state.status > 0) span.httpStatus(state.status);
+    span.end();
   }
 }

@@ -8,6 +8,7 @@ import type { Principal } from "../auth/principal.js";
 import { ApiPolicyError } from "../errors.js";
 import { isLoopbackHost } from "../settings/fields.js";
 import type { Logger } from "../observability/logger.js";
+import type { TraceSpan } from "../observability/tracing.js";
 import type { ApiPolicy } from "./document.js";
 import type { TokenExchanger } from "./exchange.js";
 
@@ -49,9 +50,9 @@ export function credentialFor(tokens: ReadonlyMap<string, string>, api: ApiPolic
  * exchanged for the caller's (exchange.ts). Without an exchanger (no TOKEN_EXCHANGE_URL, under
  * dev) the call is refused, never sent without a credential.
  */
-export async function exchangedCredential(exchanger: TokenExchanger | undefined, api: ApiPolicy, principal: Principal, logger: Logger): Promise<Credential> {
+export async function exchangedCredential(exchanger: TokenExchanger | undefined, api: ApiPolicy, principal: Principal, logger: Logger, span?: TraceSpan): Promise<Credential> {
   if (!exchanger) throw new ApiPolicyError(`token exchange for API ${api.name} is not configured (TOKEN_EXCHANGE_URL); nothing was sent`);
-  return { header: api.forwardHeader, value: `Bearer ${await exchanger.tokenFor(api, principal, logger)}` };
+  return { header: api.forwardHeader, value: `Bearer ${await exchanger.tokenFor(api, principal, logger, span)}` };
 }
 
 /**

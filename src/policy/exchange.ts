@@ -9,8 +9,9 @@
  * calls for one key share one exchange; the issuer's refusals are remembered for
  * TOKEN_EXCHANGE_FAILURE_TTL_S; and a circuit breaker that stops asking an issuer that failed
  * three times in a row, for the same time, then lets one trial exchange through. Every call
- * counts one outcome in `agent_token_exchanges_total`; only exchanges sent to the issuer are
- * timed and logged, as API, outcome, status and duration: never a token, scope or secret.
+ * counts one outcome in `agent_token_exchanges_total` and, with tracing on, is one
+ * `token_exchange <api>` span under the tool call's, with the outcome; only exchanges sent to the
+ * issuer are timed and logged, as API, outcome, status and duration: never a token, scope or secret.
  */
 import { sha256Hex } from "../auth/hashing.js";
 import type { Principal } from "../auth/principal.js";
@@ -18,6 +19,8 @@ import type { Clock } from "../clock.js";
 import { ApiPolicyError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import { ATTR } from "../observability/trace-attributes.js";
+import type { TraceSpan, Tracing } from "../observability/tracing.js";
 import type { Settings } from "../settings/parse.js";
 import type { ApiPolicy, Policy } from "./document.js";
 import { actorOf, askIssuer, type IssuerClient } from "./exchange-wire.js";
@@ -34,14 +37,17 @@ export interface TokenExchangerOptions extends IssuerClient {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: Pick<Metrics, "tokenExchanges" | "tokenExchangeDuration">;
+  /** `token_exchange` spans (none without it, or while it is off). */
+  readonly tracing?: Tracing;
 }
 
 export interface TokenExchanger {
   /**
    * The access token for one call to `api` for `principal`, or an ApiPolicyError the model can
-   * read (the call is then not sent). `logger`, the run's, writes the exchange's log line.
+   * read (the call is then not sent). `logger`, the run's, writes the exchange's log line;
+   * `span`, the tool call's, is the parent of the exchange's span.
    */
-  tokenFor(api: ApiPolicy, principal: Principal, logger?: Logger): Promise<string>;
+  tokenFor(api: ApiPolicy, principal: Principal, logger?: Logger, span?: TraceSpan): Promise<string>;
 }
 
 /** A caller's token with this little left is not exchanged (spec 5.8). */
@@ -52,6 +58,11 @@ const SUBJECT_MARGIN_MS = 30_000;
 const BREAKER_FAILURES = 3;
 
 type Refused = Exclude<ExchangeOutcome, "issued" | "cached">;
+
+/** What became of one call, for its span. */
+interface Seen {
+  outcome?: ExchangeOutcome;
+}
 
 /** What an exchange came to, for every call sharing it: a token, or a refusal with its outcome. */
 type Result = { readonly kind: "token"; readonly token: string } | { readonly kind: "refused"; readonly outcome: Refused };
@@ -78,14 +89,19 @@ export function createTokenExchanger(options: TokenExchangerOptions): TokenExcha
   const breaker = new Breaker(failureMs);
   const warnedActorless = new Set<string>();
 
-  const refuse = (api: string, outcome: Refused, message = MESSAGES[outcome](api)): never => {
+  /** Counts a call's outcome (and notes it for the call's span). */
+  const count = (api: string, outcome: ExchangeOutcome, seen: Seen | undefined) => {
     metrics.tokenExchanges.inc({ api, outcome });
+    if (seen) seen.outcome = outcome;
+  };
+  const refuse = (api: string, outcome: Refused, seen: Seen | undefined, message = MESSAGES[outcome](api)): never => {
+    count(api, outcome, seen);
     throw new ApiPolicyError(message);
   };
   /** Counts the outcome of a call that got `result`, `fresh` when its exchange was its own. */
-  const settle = (api: string, result: Result, fresh: boolean): string => {
-    if (result.kind === "refused") return refuse(api, result.outcome);
-    metrics.tokenExchanges.inc({ api, outcome: fresh ? "issued" : "cached" });
+  const settle = (api: string, result: Result, fresh: boolean, seen: Seen | undefined): string => {
+    if (result.kind === "refused") return refuse(api, result.outcome, seen);
+    count(api, fresh ? "issued" : "cached", seen);
     return result.token;
   };
 
@@ -135,25 +151,41 @@ export function createTokenExchanger(options: TokenExchangerOptions): TokenExcha
     return result;
   }
 
-  return {
-    async tokenFor(api, principal, log = logger) {
-      const settings = api.exchange;
-      const subject = principal.token;
-      if (!settings || !subject) return refuse(api.name, "refused", MESSAGES.no_token(api.name));
-      if (subject.expiresAt !== undefined && subject.expiresAt - clock.now() <= MIN_SUBJECT_LEFT_MS)
-        return refuse(api.name, "refused", MESSAGES.expiring(api.name));
-      const hash = await sha256Hex(subject.raw);
-      const key = [api.name, settings.audience, settings.scope ?? "", settings.resource ?? "", hash].join("\u0000");
+  async function obtain(api: ApiPolicy, principal: Principal, log: Logger, seen: Seen | undefined): Promise<string> {
+    const settings = api.exchange;
+    const subject = principal.token;
+    if (!settings || !subject) return refuse(api.name, "refused", seen, MESSAGES.no_token(api.name));
+    if (subject.expiresAt !== undefined && subject.expiresAt - clock.now() <= MIN_SUBJECT_LEFT_MS)
+      return refuse(api.name, "refused", seen, MESSAGES.expiring(api.name));
+    const hash = await sha256Hex(subject.raw);
+    const key = [api.name, settings.audience, settings.scope ?? "", settings.resource ?? "", hash].join("\u0000");
 
-      const cached = cache.get(key, clock.now());
-      if (cached) return settle(api.name, cached, false);
-      const shared = inflight.get(key);
-      if (shared) return settle(api.name, await shared, false);
-      const admitted = breaker.admit(clock.now());
-      if (admitted === "refuse") return refuse(api.name, "circuit_open");
-      const pending = exchange(api, subject, key, admitted === "trial", log).finally(() => inflight.delete(key));
-      inflight.set(key, pending);
-      return settle(api.name, await pending, true);
+    const cached = cache.get(key, clock.now());
+    if (cached) return settle(api.name, cached, false, seen);
+    const shared = inflight.get(key);
+    if (shared) return settle(api.name, await shared, false, seen);
+    const admitted = breaker.admit(clock.now());
+    if (admitted === "refuse") return refuse(api.name, "circuit_open", seen);
+    const pending = exchange(api, subject, key, admitted === "trial", log).finally(() => inflight.delete(key));
+    inflight.set(key, pending);
+    return settle(api.name, await pending, true, seen);
+  }
+
+  const { tracing } = options;
+  const issuer = URL.canParse(options.url) ? new URL(options.url) : undefined;
+  return {
+    async tokenFor(api, principal, log = logger, parent) {
+      if (!tracing?.enabled) return obtain(api, principal, log, undefined);
+      const span = tracing.tokenExchangeSpan(api.name, parent, issuer);
+      const seen: Seen = {};
+      try {
+        return await obtain(api, principal, log, seen);
+      } catch (error) {
+        span.fail(seen.outcome ?? (error instanceof Error ? error.name : "Error"));
+        throw error;
+      } finally {
+        span.set(ATTR.exchangeOutcome, seen.outcome).end();
+      }
     },
   };
 }
@@ -166,7 +198,7 @@ export function createTokenExchanger(options: TokenExchangerOptions): TokenExcha
 export function tokenExchangerFor(
   policy: Policy,
   settings: Settings,
-  deps: Pick<TokenExchangerOptions, "fetch" | "clock" | "logger" | "metrics">,
+  deps: Pick<TokenExchangerOptions, "fetch" | "clock" | "logger" | "metrics" | "tracing">,
 ): TokenExchanger | undefined {
   const { TOKEN_EXCHANGE_URL: url, TOKEN_EXCHANGE_CLIENT_ID: clientId, TOKEN_EXCHANGE_CLIENT_SECRET: clientSecret } = settings;
   if (![...policy.apis.values()].some((api) => api.auth === "exchange") || !url || !clientId || !clientSecret) return undefined;

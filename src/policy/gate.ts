@@ -5,6 +5,7 @@
  */
 import type { Principal } from "../auth/principal.js";
 import type { JsonValue } from "../json.js";
+import type { TraceSpan } from "../observability/tracing.js";
 import type { ApiResponse, RecordedApproval, RelayRecord } from "./types.js";
 
 export type { RecordedApproval, RelayRecord } from "./types.js";
@@ -42,6 +43,10 @@ export interface HoldContext {
   readonly signal: AbortSignal;
   /** The run resumes after a decision: its tool calls may already have approvals. */
   readonly resumed: boolean;
+  /** The tool call's span (tracing on): a pause is its child. */
+  readonly span?: TraceSpan | undefined;
+  /** The run's span (tracing on): kept with an approval it waits on, for the resumed run to link to. */
+  readonly runSpan?: TraceSpan | undefined;
 }
 
 export type HoldOutcome =

@@ -11,6 +11,7 @@ import type { Clock } from "../clock.js";
 import type { Ids } from "../ids.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import type { Tracing } from "../observability/tracing.js";
 import type { PolicyClient } from "../policy/client.js";
 import type { Store } from "../store/ports.js";
 import type { DelegationRules } from "./delegation.js";
@@ -51,4 +52,6 @@ export interface RunsContext {
   /** Tool calls waiting for approval, per run. */
   readonly pauses: PauseBook;
   readonly registry: RunRegistry;
+  /** Run spans (runs/trace.ts); a no-op facade while tracing is off. */
+  readonly tracing: Tracing;
 }

@@ -12,10 +12,12 @@ import { framingFor } from "./delegation.js";
 import { isoTime } from "../clock.js";
 import { AppError, hasCode, isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
+import type { TraceSpan } from "../observability/tracing.js";
 import { errorDetail } from "../observability/redact.js";
 import { noPolicyClient } from "../policy/types.js";
 import type { LeaseHandle, Message, RunRecord, RunStatus, ToolCall } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
+import { endRunTrace, resumeDone, type RunTrace, startRunTrace } from "./trace.js";
 
 /** Why a run was stopped from outside its loop. */
 type StopKind = "timeout" | "cancelled" | "interrupted" | "lease_lost";
@@ -40,6 +42,10 @@ export interface ResumeOf {
   readonly approvalId: string;
   readonly decision: "approve" | "reject" | "expired";
   readonly pausedRunId: string;
+  /** The API of the decided call (the resume span names it). */
+  readonly api?: string;
+  /** The paused run's span as a traceparent, kept with its approval: the resumed run links to it. */
+  readonly pausedTrace?: string | undefined;
 }
 
 export interface RunInput {
@@ -59,6 +65,8 @@ export interface RunInput {
   readonly origin?: string | undefined;
   /** Made (and written with the thread's claim) before the run started: see openRun. */
   readonly opening?: RunOpening;
+  /** The span of the request that started the run (or decided what it resumes): its trace parent. */
+  readonly span?: TraceSpan | undefined;
 }
 
 /** What a run writes first: its record and, on a thread made for it, the user message. */
@@ -110,6 +118,8 @@ interface Ending {
   readonly status: RunStatus;
   readonly errorType: string | null;
   readonly errorId: string | null;
+  /** The error's message, for the run's span (exported only under TRACE_CAPTURE=full). */
+  readonly errorMessage?: string;
 }
 
 /** A run in progress: what its steps share. */
@@ -122,6 +132,8 @@ interface LiveRun {
   readonly usage: Usage;
   /** The final record and the lease's release were written with the last answer. */
   finished: boolean;
+  /** Its spans, while tracing is on. */
+  readonly trace: RunTrace | undefined;
 }
 
 export async function executeRun(ctx: RunsContext, input: RunInput): Promise<RunHandle> {
@@ -138,6 +150,7 @@ export async function executeRun(ctx: RunsContext, input: RunInput): Promise<Run
     started: performance.now(),
     usage: { input_tokens: 0, output_tokens: 0 },
     finished: false,
+    trace: startRunTrace(ctx.tracing, runId, input),
   };
   const stop = (kind: StopKind) => {
     if (!run.controller.signal.aborted) run.controller.abort(new RunStopped(kind));
@@ -158,7 +171,7 @@ export async function executeRun(ctx: RunsContext, input: RunInput): Promise<Run
 async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessage: Message | undefined): Promise<Ending> {
   const { store, clock } = ctx;
   const { caller, threadId, lease, emit } = input;
-  const { runId, logger, controller, started, usage } = run;
+  const { runId, logger, controller, started, usage, trace } = run;
   emit({
     type: "message.start",
     thread_id: threadId,
@@ -190,9 +203,10 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       emit,
       persist,
       toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(framing.userWords) },
+      trace,
       apiFor: ctx.agent.policyClient
         ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined,
-            originWords: caller.principal.actor ? input.origin : request })
+            originWords: caller.principal.actor ? input.origin : request, span: trace?.run })
         : () => noPolicyClient,
       isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
       ...structuredFor(ctx, model.structuredOutput),
@@ -203,7 +217,10 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
               // The waiting calls are carried out and their results written: only now is the
               // paused run resumed for good. A run cut before this leaves it due, and the next
               // holder of the thread (or the recovery sweep) resumes it again.
-              done: async () => void (await store.markResumed(input.resume!.pausedRunId, runId)),
+              done: async () => {
+                await store.markResumed(input.resume!.pausedRunId, runId);
+                resumeDone(trace);
+              },
             },
           }
         : {}),
@@ -241,7 +258,8 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
 }
 
 /** After the run: metrics, the final record and the lease (unless written with the answer), the log line. */
-async function close(ctx: RunsContext, lease: LeaseHandle, run: LiveRun, { status, errorType, errorId }: Ending): Promise<RunStatus> {
+async function close(ctx: RunsContext, lease: LeaseHandle, run: LiveRun, ending: Ending): Promise<RunStatus> {
+  const { status, errorType, errorId } = ending;
   const { metrics, store } = ctx;
   const { usage, logger } = run;
   const latencyMs = Math.round(performance.now() - run.started);
@@ -261,6 +279,7 @@ async function close(ctx: RunsContext, lease: LeaseHandle, run: LiveRun, { statu
       ctx.leases.release(lease),
     ]);
   logger.info("run ended", { status, latency_ms: latencyMs });
+  endRunTrace(run.trace, ending, usage);
   return status;
 }
 
@@ -352,7 +371,7 @@ function failed(
   // A configuration error names the missing setting (never a value), so the caller can act on it.
   const message = isAppError(error) && error.code === "configuration" ? `${error.message} Reference: ${errorId}.` : `The run failed. Reference: ${errorId}.`;
   emit({ ...errorEvent("run_failed", message, errorId, runId), ...(dev ? { detail: detailOf(error) } : {}) });
-  return { status: "error", errorType, errorId };
+  return { status: "error", errorType, errorId, ...(error instanceof Error ? { errorMessage: error.message } : {}) };
 }
 
 /** The tool calls of the last tool turn that have no result yet: they waited for a decision. */

@@ -7,6 +7,7 @@ import type { ApprovalRecord } from "../approvals/types.js";
 import type { Caller } from "../auth/caller.js";
 import type { RunEvent } from "../agent/events.js";
 import type { Logger } from "../observability/logger.js";
+import type { TraceSpan } from "../observability/tracing.js";
 import type { ThreadRow } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
 import type { RunHandle } from "./execute.js";
@@ -41,13 +42,13 @@ export interface Runs {
     thread: ThreadRow,
     approvalId: string,
     request: DecisionRequest,
-    stream: { readonly emit: (event: RunEvent) => void; readonly logger: Logger },
+    stream: { readonly emit: (event: RunEvent) => void; readonly logger: Logger; readonly span?: TraceSpan | undefined },
   ): Promise<{ readonly decided: ApprovalRecord; readonly resume: ResumeOutcome }>;
   /** The two halves of `decide`, for callers that answer in between (A2A tasks). */
   recordDecision(caller: Caller, thread: ThreadRow, approvalId: string, request: DecisionRequest, logger?: Logger): Promise<ApprovalRecord>;
   resumeAfterDecision(
     decided: ApprovalRecord,
-    stream: { readonly emit: (event: RunEvent) => void; readonly logger: Logger; readonly decider: Caller },
+    stream: { readonly emit: (event: RunEvent) => void; readonly logger: Logger; readonly decider: Caller; readonly span?: TraceSpan | undefined },
   ): Promise<ResumeOutcome>;
   /** The approval as it stands, expired first if its time has passed (logged with the request's logger). */
   expireIfDue(approval: ApprovalRecord, logger: Logger): Promise<ApprovalRecord>;

@@ -11,6 +11,7 @@ import type { ApprovalRecord } from "../approvals/types.js";
 import type { Caller } from "../auth/caller.js";
 import { ACTIONS, type Principal } from "../auth/principal.js";
 import type { Logger } from "../observability/logger.js";
+import type { TraceSpan } from "../observability/tracing.js";
 import type { LeaseHandle, RunRecord } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
 import { executeRun, type RunHandle } from "./execute.js";
@@ -34,6 +35,8 @@ interface ResumeStream {
   readonly logger: Logger;
   /** The decider, when a person or agent decided just now (null for expiry and recovery). */
   readonly decider: Caller | null;
+  /** The span of the request that resumes the run (tracing on): the resumed run's trace parent. */
+  readonly span?: TraceSpan | undefined;
 }
 
 export interface Resumer {
@@ -72,7 +75,8 @@ export function createResumer(ctx: RunsContext): Resumer {
         },
         // The run acts as the requester, whoever resumed it: its lines say so.
         logger: stream.logger.child({ approval_id: deciding.approval_id, principal_hash: caller.hash, actor: caller.principal.actor?.id }),
-        resume: { approvalId: deciding.approval_id, decision: decisionOf(deciding), pausedRunId: run.run_id },
+        resume: { approvalId: deciding.approval_id, decision: decisionOf(deciding), pausedRunId: run.run_id, api: deciding.api, pausedTrace: pausedTrace(deciding, approvals) },
+        span: stream.span,
       });
       // Whoever decided (HTTP, A2A, expiry) and whoever resumed, tasks waiting on it take the outcome.
       void started.done.then(async () => {
@@ -129,6 +133,14 @@ function lastDecided(approvals: readonly ApprovalRecord[]): ApprovalRecord | und
   let last: ApprovalRecord | undefined;
   for (const a of approvals) if (a.decided_at !== null && (!last || a.decided_at >= last.decided_at!)) last = a;
   return last;
+}
+
+/**
+ * The paused run's span, kept with its approvals when it paused (the gate writes it, and again
+ * when a pending approval moves to a run that pauses anew): the resumed run's span links to it.
+ */
+function pausedTrace(deciding: ApprovalRecord, approvals: readonly ApprovalRecord[]): string | undefined {
+  return deciding.internal.run_trace ?? approvals.find((a) => a.internal.run_trace)?.internal.run_trace ?? undefined;
 }
 
 function decisionOf(a: ApprovalRecord): "approve" | "reject" | "expired" {

@@ -11,6 +11,7 @@ import { type Caller, ownsThread } from "../auth/caller.js";
 import { isoTime } from "../clock.js";
 import { Refusal } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
+import type { TraceSpan } from "../observability/tracing.js";
 import type { LeaseHandle, RunRecord } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
 import { executeRun, openRun, type RunHandle } from "./execute.js";
@@ -26,6 +27,8 @@ export interface TurnInput {
   readonly logger: Logger;
   /** The user's own words as a calling agent forwarded them (A2A's origin extension), if any. */
   readonly origin?: string | undefined;
+  /** The request's server span (tracing on): the run's span is its child. */
+  readonly span?: TraceSpan | undefined;
 }
 
 export const THREAD_FOREIGN = "This thread belongs to another principal.";
@@ -49,7 +52,7 @@ export async function startTurn(ctx: RunsContext, resumer: Resumer, input: TurnI
   if (!handle) throw threadBusy();
   // A thread made just now has no approvals and no messages: nothing to look at first.
   if (!claimed.created) {
-    const cleared = await handOver(leases, handle, () => clearThread(ctx, resumer, threadId, handle, input.logger));
+    const cleared = await handOver(leases, handle, () => clearThread(ctx, resumer, threadId, handle, input));
     // The lease went to the resumed run (or was let go when another replica resumed it first).
     if (!cleared) throw threadBusy();
   }
@@ -64,7 +67,7 @@ export async function startTurn(ctx: RunsContext, resumer: Resumer, input: TurnI
  * with this lease, and the message is refused as busy; a pending approval refuses the message
  * (409 approval_pending). Returns false when the lease went to the resumed run.
  */
-async function clearThread(ctx: RunsContext, resumer: Resumer, threadId: string, handle: LeaseHandle, logger: Logger): Promise<boolean> {
+async function clearThread(ctx: RunsContext, resumer: Resumer, threadId: string, handle: LeaseHandle, { logger, span }: TurnInput): Promise<boolean> {
   let { pending, due } = await ctx.store.threadBlockers(threadId);
   if (!due && pending.length > 0) {
     const fresh = await Promise.all(pending.map((a) => expireIfDue(ctx.decisions, a, logger)));
@@ -72,7 +75,7 @@ async function clearThread(ctx: RunsContext, resumer: Resumer, threadId: string,
     if (pending.length < fresh.length) due = (await ctx.store.threadBlockers(threadId)).due;
   }
   if (due) {
-    await resumer.resumeHeld(handle, due, { emit: () => {}, logger, decider: null });
+    await resumer.resumeHeld(handle, due, { emit: () => {}, logger, decider: null, span });
     return false;
   }
   if (pending.length > 0)

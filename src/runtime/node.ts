@@ -2,11 +2,13 @@
 /**
  * The Node entry (`npm start`, `npm run dev`): the shared process entry (process-entry.ts: env
  * file, settings, drain on SIGTERM) served with @hono/node-server, and outbound calls through
- * undici so `timeouts_ms.connect` bounds the connection.
+ * undici so `timeouts_ms.connect` bounds the connection. With TRACING_ENABLED, spans go out
+ * through the OpenTelemetry SDK (tracing.ts).
  */
 import { serve } from "@hono/node-server";
 import { nodeOutboundFetch } from "./outbound.js";
 import { type Listen, runEntry } from "./process-entry.js";
+import { nodeTraceExport } from "./tracing.js";
 
 const listen: Listen = ({ fetch, hostname, port }) =>
   new Promise((resolve, reject) => {
@@ -21,5 +23,6 @@ await runEntry({
   listen,
   app: {
     fetch: nodeOutboundFetch(),
+    traceExport: nodeTraceExport,
   },
 });

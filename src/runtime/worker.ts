@@ -1,10 +1,12 @@
 /**
  * The workerd module worker: one app per isolate, built from the bindings (read as the
  * environment) on the first request. State lives in isolate memory (memory store and lease),
- * which suits a single-isolate deployment and tests; replicas need durable storage.
+ * which suits a single-isolate deployment and tests; replicas need durable storage. With
+ * TRACING_ENABLED, each response hands the flush of its spans to `ctx.waitUntil` once streamed.
  */
 import { createApp, type App } from "../app.js";
 import { isAppError, type SettingsError } from "../errors.js";
+import { flushAfterResponse, workerTraceExport } from "./worker-tracing.js";
 
 let app: Promise<App> | undefined;
 
@@ -13,6 +15,10 @@ function settingsFailure(error: unknown): Response {
   const problems = isAppError(error) && error.code === "invalid_settings" ? (error as SettingsError).problems : [];
   const detail = problems.length > 0 ? `Invalid settings: ${problems.map((p) => `${p.variable} ${p.message}`).join("; ")}.` : "The service failed to start.";
   return Response.json({ detail }, { status: 500 });
+}
+
+function hasWaitUntil(ctx: unknown): ctx is { waitUntil(promise: Promise<unknown>): void } {
+  return typeof (ctx as { waitUntil?: unknown } | null)?.waitUntil === "function";
 }
 
 export default {
@@ -24,7 +30,7 @@ export default {
       const schema = vars.RESPONSE_SCHEMA ? (JSON.parse(vars.RESPONSE_SCHEMA) as Record<string, unknown>) : undefined;
       // HOST/PORT do not say where a worker is reached: without APP_URL the A2A card names the
       // origin each request came to (as `wrangler dev` or the route serves it).
-      app = createApp({ env: vars, cardFollowsRequest: true, ...(schema ? { responseSchema: schema } : {}), ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}) });
+      app = createApp({ env: vars, cardFollowsRequest: true, traceExport: workerTraceExport, ...(schema ? { responseSchema: schema } : {}), ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}) });
     }
     let ready: App;
     try {
@@ -32,6 +38,7 @@ export default {
     } catch (error) {
       return settingsFailure(error);
     }
-    return ready.fetch(request, env, ctx);
+    const response = await ready.fetch(request, env, ctx);
+    return ready.traces.enabled && hasWaitUntil(ctx) ? flushAfterResponse(response, ctx, ready.traces) : response;
   },
 };

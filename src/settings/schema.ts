@@ -1,7 +1,7 @@
 /**
  * Every environment variable the service reads, in one zod object. Some are parsed and validated
- * although nothing acts on them (tracing, token exchange, graph-server settings, a few A2A
- * knobs), so a typo stops startup rather than being silently ignored.
+ * although nothing acts on them (graph-server settings, a few A2A knobs), so a typo stops
+ * startup rather than being silently ignored.
  */
 import { z } from "zod";
 import { bool, boolWithDefault, csv, int, oneOf, rawString, text, textWithDefault, url } from "./fields.js";

@@ -29,7 +29,8 @@ export function access({ metrics }: { metrics: Metrics }): MiddlewareHandler<Htt
   };
 }
 
-function routeLabel(c: Parameters<MiddlewareHandler<HttpEnv>>[0]): string {
+/** The matched route as a template (`/threads/{thread_id}`), or `unmatched`: never the path. */
+export function routeLabel(c: Parameters<MiddlewareHandler<HttpEnv>>[0]): string {
   const routes = matchedRoutes(c).filter((r) => r.method !== "ALL");
   const last = routes.at(-1);
   if (!last) return "unmatched";

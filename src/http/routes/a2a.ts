@@ -72,7 +72,7 @@ export function a2aRoutes({ settings, service, card: cardOptions, requireAuth }:
         const id = (body as { id?: unknown } | null)?.id;
         return c.json(rpcError(typeof id === "string" || typeof id === "number" ? id : null, ERR.versionNotSupported, "A2A version not supported: use 1.0 or 0.3"));
       }
-      const reply = await service.handle(body, { caller: c.get("caller"), version, logger: c.get("logger") });
+      const reply = await service.handle(body, { caller: c.get("caller"), version, logger: c.get("logger"), span: c.get("span") });
       if (reply.kind === "json") return c.json(reply.body);
       return sseResponse(reply.events, settings.SSE_HEARTBEAT_S * 1000, c.get("logger"));
     });

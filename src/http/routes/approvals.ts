@@ -68,7 +68,7 @@ export function approvalRoutes({ store, runs, settings, requireAuth }: { store: 
       let run: RunHandle | undefined;
       const sse = createSseStream({ heartbeatMs: settings.SSE_HEARTBEAT_S * 1000, onCancel: () => run?.cancel() });
       const { decided, resume: outcome } = await runs
-        .decide(caller, thread, c.req.param("approval_id"), body, { emit: sse.send, logger: c.get("logger") })
+        .decide(caller, thread, c.req.param("approval_id"), body, { emit: sse.send, logger: c.get("logger"), span: c.get("span") })
         .catch((error: unknown) => {
           sse.close();
           throw error;

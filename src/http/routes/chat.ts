@@ -28,6 +28,7 @@ export function chatRoutes({ settings, ids, runs, requireAuth }: { settings: Set
       metadata: (body.metadata ?? {}) as RunRecord["metadata"],
       emit: sse.send,
       logger: c.get("logger"),
+      span: c.get("span"),
     });
     c.set("streamDone", run.done.finally(() => sse.close()));
     return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
