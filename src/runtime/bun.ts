@@ -5,6 +5,7 @@
  * answer: `timeouts_ms.connect` is not enforced here, the read timeout bounds the whole call.
  */
 import { type Listen, runEntry } from "./process-entry.js";
+import { nodeTraceExport } from "./tracing.js";
 
 /** The little of Bun's API this entry uses (no bun-types: src/ typechecks with `"types": []`). */
 declare const Bun: {
@@ -32,4 +33,5 @@ const listen: Listen = ({ fetch, hostname, port }) => {
   return Promise.resolve({ port: server.port, stop: () => server.stop(false) });
 };
 
-await runEntry({ listen });
+// Trace export as on Node (tracing.ts): the SDK's OTLP/HTTP exporter runs on the runtime's node:http.
+await runEntry({ listen, app: { traceExport: nodeTraceExport } });

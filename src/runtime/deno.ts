@@ -6,6 +6,7 @@
  * bounds the whole call.
  */
 import { type Listen, runEntry } from "./process-entry.js";
+import { nodeTraceExport } from "./tracing.js";
 
 /** The little of Deno's API this entry uses (no Deno types: src/ typechecks with `"types": []`). */
 declare const Deno: {
@@ -23,4 +24,5 @@ const listen: Listen = ({ fetch, hostname, port }) => {
   return Promise.resolve({ port: server.addr.port, stop: () => server.shutdown() });
 };
 
-await runEntry({ listen });
+// Trace export as on Node (tracing.ts): the SDK's OTLP/HTTP exporter runs on the runtime's node:http.
+await runEntry({ listen, app: { traceExport: nodeTraceExport } });

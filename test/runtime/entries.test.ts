@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { answerText, parseSse, readRest, readUntil } from "../helpers.js";
+import { startOtlpReceiver } from "../support/otlp-receiver.js";
 import { HOST, killSpawnedAfterEach, type RuntimeName, spawnEntry, startEntry } from "../support/service-process.js";
 
 killSpawnedAfterEach();
@@ -66,6 +67,19 @@ describe.each<RuntimeName>(["bun", "deno"])("%s entry", (runtime) => {
     const res = await fetch(`${svc.base}/a2a/from_file/.well-known/agent-card.json`, { headers: { Authorization: `Bearer ${KEY}` } });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ name: "from_file" });
+  });
+
+  it("with TRACING_ENABLED exports the chat's spans over OTLP/HTTP (protobuf) to a loopback receiver", async () => {
+    const rx = await startOtlpReceiver();
+    try {
+      const svc = await startEntry(runtime, { ...FAKE, TRACING_ENABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_BSP_SCHEDULE_DELAY: "50", OTEL_SERVICE_NAME: `agent-on-${runtime}` });
+      expect(answerText(parseSse(await (await postChat(svc.base, "hi")).text()))).toBe("echo: hi");
+      const spans = await rx.waitFor((all) => all.some((s) => s.name === "POST /chat") && all.some((s) => s.name.startsWith("invoke_agent")), 10_000);
+      expect(spans.find((s) => s.name === "POST /chat")!.resource["service.name"]).toBe(`agent-on-${runtime}`);
+      expect(rx.requests.every((r) => r.contentType === "application/x-protobuf")).toBe(true);
+    } finally {
+      await rx.close();
+    }
   });
 
   it.runIf(runtime === "bun")(
