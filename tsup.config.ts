@@ -37,6 +37,8 @@ export default defineConfig([
     mainFields: ["module", "main"],
     esbuildOptions(options) {
       options.conditions = ["workerd", "worker", "browser", "import", "default"];
+      // workerd's own modules (the Durable Object base class) are the runtime's, never bundled.
+      options.external = [...(options.external ?? []), "cloudflare:*"];
     },
     // CHECKPOINTER=sql needs a TCP socket and the postgres package: on workerd that adapter is
     // replaced by a stub that says so, so nothing Node-only enters the worker.

@@ -20,7 +20,7 @@ import { ConfigurationError } from "./errors.js";
 import type { ReadText } from "./files.js";
 import { buildRouter } from "./http/router.js";
 import { type Ids, randomIds } from "./ids.js";
-import { every } from "./jobs.js";
+import { backgroundJob, type BackgroundJob, every } from "./jobs.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics } from "./observability/metrics.js";
 import type { TraceExportFactory } from "./observability/trace-export.js";
@@ -96,6 +96,11 @@ export interface CreateAppOptions {
   readonly sqlSchema?: string;
   /** Internal, for tests: how often expired approvals are swept (default 5 s). */
   readonly sweepIntervalMs?: number;
+  /**
+   * Runs the background jobs on intervals (default true). The workerd entry turns this off and
+   * runs `App.jobs` from its cron trigger: an isolate keeps no timers between requests.
+   */
+  readonly intervalJobs?: boolean;
   /** Internal, for tests: shorter lease renewal and expiry than the spec's 5 s / 30 s. */
   readonly leaseTimings?: LeaseTimings;
 }
@@ -106,6 +111,8 @@ export interface App {
   readonly settings: Settings;
   /** Runs in progress in this process. */
   readonly activeRuns: number;
+  /** The background jobs (approval sweep, lost runs, retention, task TTL), for a runtime that runs them itself (intervalJobs: false). */
+  readonly jobs: readonly BackgroundJob[];
   /**
    * The trace export: `flush()` sends what is buffered (on workerd hand it to `ctx.waitUntil`,
    * as flushAfterResponse does); `enabled` is false while tracing is off.
@@ -211,7 +218,8 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
   });
 
-  const stops = backgroundJobs({ settings, store, runs, clock, logger, sweepIntervalMs: options.sweepIntervalMs ?? 5_000 });
+  const jobs = backgroundJobs({ settings, store, runs, clock, logger, sweepIntervalMs: options.sweepIntervalMs ?? 5_000 });
+  const stops = options.intervalJobs === false ? [] : jobs.map(every);
 
   let closed = false;
   return {
@@ -220,6 +228,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     get activeRuns() {
       return runs.active;
     },
+    jobs,
     traces,
     drain: (graceMs) => runs.drain(graceMs),
     async close() {
@@ -234,17 +243,17 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   };
 }
 
-/** The jobs every replica runs on timers; returns their stoppers. */
-function backgroundJobs(o: { settings: Settings; store: Store; runs: Runs; clock: Clock; logger: Logger; sweepIntervalMs: number }): (() => void)[] {
+/** The jobs every replica runs, on timers or from the runtime's own schedule. */
+function backgroundJobs(o: { settings: Settings; store: Store; runs: Runs; clock: Clock; logger: Logger; sweepIntervalMs: number }): BackgroundJob[] {
   const { settings, store, runs, clock, logger } = o;
-  const stops = [
-    every(logger, o.sweepIntervalMs, "approval sweep", () => runs.recover()),
-    every(logger, 15_000, "marking lost runs", () => store.markLostRuns(LOST_RUN_GRACE_MS)),
+  const jobs = [
+    backgroundJob(logger, "approval sweep", o.sweepIntervalMs, () => runs.recover()),
+    backgroundJob(logger, "marking lost runs", 15_000, () => store.markLostRuns(LOST_RUN_GRACE_MS)),
   ];
-  if (settings.RETENTION_DAYS > 0) stops.push(every(logger, 3_600_000, "retention", () => runs.retention(settings.RETENTION_DAYS), { now: true }));
+  if (settings.RETENTION_DAYS > 0) jobs.push(backgroundJob(logger, "retention", 3_600_000, () => runs.retention(settings.RETENTION_DAYS), { atStart: true }));
   const ttl = settings.A2A_TASK_TTL_S;
-  if (ttl > 0) stops.push(every(logger, Math.min(60_000, ttl * 1000), "task retention", () => store.dropTasksBefore(isoTime(clock.now() - ttl * 1000))));
-  return stops;
+  if (ttl > 0) jobs.push(backgroundJob(logger, "task retention", Math.min(60_000, ttl * 1000), () => store.dropTasksBefore(isoTime(clock.now() - ttl * 1000))));
+  return jobs;
 }
 
 function toolsByName(list: readonly Tool[]): Map<string, Tool> {

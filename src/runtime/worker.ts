@@ -1,14 +1,31 @@
 /**
  * The workerd module worker: one app per isolate, built from the bindings (read as the
- * environment) on the first request. State lives in isolate memory (memory store and lease),
- * which suits a single-isolate deployment and tests; replicas need durable storage. With
- * TRACING_ENABLED, each response hands the flush of its spans to `ctx.waitUntil` once streamed.
+ * environment) on the first request or cron event. State lives in the Durable Objects the worker
+ * exports (src/runtime/workerd/storage.ts): the store object's SQLite and a lease object per
+ * thread, shared by every isolate. The background jobs run from the cron trigger (`scheduled`),
+ * not on timers. With TRACING_ENABLED, each response hands the flush of its spans to
+ * `ctx.waitUntil` once streamed.
+ *
+ * The default export serves the default agent. A deployment with tools of its own writes an entry
+ * of two lines, `export default createWorker({ tools })` and the re-export of the two Durable
+ * Object classes, and points wrangler.toml's `main` at it (workerd loads no TOOLS_MODULE).
  */
-import { createApp, type App } from "../app.js";
+import { createApp, type App, type CreateAppOptions } from "../app.js";
 import { isAppError, type SettingsError } from "../errors.js";
 import { flushAfterResponse, workerTraceExport } from "./worker-tracing.js";
+import { runScheduled } from "./workerd/scheduled.js";
+import { workerStorage } from "./workerd/storage.js";
 
-let app: Promise<App> | undefined;
+export { ThreadLeaseObject } from "./workerd/lease-object.js";
+export { AgentStoreObject } from "./workerd/store-object.js";
+
+/** What a worker of one's own may pass to createApp; settings, storage and schedule come from the bindings. */
+export type WorkerOptions = Pick<CreateAppOptions, "tools" | "system" | "model" | "authPolicy" | "approvalGate">;
+
+export interface ModuleWorker {
+  fetch(request: Request, env: Record<string, unknown>, ctx: unknown): Promise<Response>;
+  scheduled(controller: { readonly scheduledTime: number }, env: Record<string, unknown>): Promise<void>;
+}
 
 /** Bad bindings: every request answers 500 naming the variables (never their values). */
 function settingsFailure(error: unknown): Response {
@@ -21,8 +38,10 @@ function hasWaitUntil(ctx: unknown): ctx is { waitUntil(promise: Promise<unknown
   return typeof (ctx as { waitUntil?: unknown } | null)?.waitUntil === "function";
 }
 
-export default {
-  async fetch(request: Request, env: Record<string, unknown>, ctx: unknown): Promise<Response> {
+export function createWorker(options: WorkerOptions = {}): ModuleWorker {
+  let app: Promise<App> | undefined;
+
+  const appFor = (env: Record<string, unknown>): Promise<App> => {
     if (!app) {
       const vars: Record<string, string> = {};
       for (const [k, v] of Object.entries(env)) if (typeof v === "string") vars[k] = v;
@@ -30,15 +49,37 @@ export default {
       const schema = vars.RESPONSE_SCHEMA ? (JSON.parse(vars.RESPONSE_SCHEMA) as Record<string, unknown>) : undefined;
       // HOST/PORT do not say where a worker is reached: without APP_URL the A2A card names the
       // origin each request came to (as `wrangler dev` or the route serves it).
-      app = createApp({ env: vars, cardFollowsRequest: true, traceExport: workerTraceExport, ...(schema ? { responseSchema: schema } : {}), ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}) });
+      app = createApp({
+        ...options,
+        env: vars,
+        ...workerStorage(env, vars),
+        intervalJobs: false,
+        cardFollowsRequest: true,
+        traceExport: workerTraceExport,
+        ...(schema ? { responseSchema: schema } : {}),
+        ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}),
+      });
     }
-    let ready: App;
-    try {
-      ready = await app;
-    } catch (error) {
-      return settingsFailure(error);
-    }
-    const response = await ready.fetch(request, env, ctx);
-    return ready.traces.enabled && hasWaitUntil(ctx) ? flushAfterResponse(response, ctx, ready.traces) : response;
-  },
-};
+    return app;
+  };
+
+  return {
+    async fetch(request, env, ctx) {
+      let ready: App;
+      try {
+        ready = await appFor(env);
+      } catch (error) {
+        return settingsFailure(error);
+      }
+      const response = await ready.fetch(request, env, ctx);
+      return ready.traces.enabled && hasWaitUntil(ctx) ? flushAfterResponse(response, ctx, ready.traces) : response;
+    },
+
+    /** The cron trigger: the background jobs due at this firing. Bad settings fail the event (the dashboard shows it). */
+    async scheduled(controller, env) {
+      await runScheduled(await appFor(env), controller.scheduledTime);
+    },
+  };
+}
+
+export default createWorker();

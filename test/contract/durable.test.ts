@@ -9,7 +9,7 @@
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store, ThreadLease } from "../../src/store/ports.js";
-import { remote, startHarness } from "../support/durable-worker.js";
+import { remote, startHarness } from "../support/workerd.js";
 import { describeLeaseContract } from "./lease.js";
 import { describeStoreContract } from "./store.js";
 

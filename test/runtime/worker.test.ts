@@ -1,27 +1,22 @@
 /**
  * The built module worker (dist/worker.js, from src/runtime/worker.ts) running in workerd via
- * Miniflare: no nodejs_compat, bindings read as the environment. `npm test` builds dist first.
+ * Miniflare: no nodejs_compat, bindings read as the environment, the Durable Objects of
+ * wrangler.toml for threads and the thread lease. `npm test` builds dist first.
  */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { answerText, parseSse } from "../helpers.js";
+import { answerText, parseSse, readRest, readUntil } from "../helpers.js";
+import { COMPATIBILITY_DATE, DURABLE_OBJECTS, startWorkerd } from "../support/workerd.js";
 
-// Must not be newer than the installed workerd supports (node_modules/workerd 1.20260426.x);
-// keep in step with wrangler.toml.
-const COMPATIBILITY_DATE = "2026-04-01";
 const KEY = "k";
+const FAKE = { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake" };
 
 /** The built worker in workerd with the fake model, the key and `bindings`. */
-async function startWorker(bindings: Record<string, string> = {}): Promise<Miniflare> {
-  const worker = new Miniflare({
-    modules: true,
-    scriptPath: "dist/worker.js",
-    compatibilityDate: COMPATIBILITY_DATE,
-    compatibilityFlags: [],
-    bindings: { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", ...bindings },
-  });
-  await worker.ready;
-  return worker;
+function startWorker(bindings: Record<string, string> = {}, options: Record<string, unknown> = {}): Promise<Miniflare> {
+  return startWorkerd("dist/worker.js", { bindings: { ...FAKE, ...bindings }, ...options });
 }
 
 let mf: Miniflare;
@@ -152,6 +147,123 @@ describe("AUTH_POLICY=jwt in workerd", () => {
     } finally {
       await worker.dispose();
       await issuer.stop();
+    }
+  });
+});
+
+describe("workerd: state in the Durable Objects, shared by isolates", () => {
+  let two: Miniflare;
+  const worker = (name: string, objects: Record<string, unknown>) => ({
+    name,
+    modules: true,
+    scriptPath: "dist/worker.js",
+    modulesRoot: "dist",
+    compatibilityDate: COMPATIBILITY_DATE,
+    bindings: FAKE,
+    durableObjects: objects,
+  });
+
+  beforeAll(async () => {
+    // Two workers are two isolates; the second binds the first one's Durable Object classes.
+    const borrowed = Object.fromEntries(Object.entries(DURABLE_OBJECTS).map(([binding, o]) => [binding, { ...o, scriptName: "a" }]));
+    two = new Miniflare({ workers: [worker("a", DURABLE_OBJECTS), worker("b", borrowed)], handleRuntimeStdio: (out) => void out.resume() });
+    await two.ready;
+  });
+  afterAll(async () => {
+    await two?.dispose();
+  });
+
+  const send = async (name: "a" | "b", path: string, body?: unknown) =>
+    (await two.getWorker(name)).fetch(`http://localhost${path}`, {
+      method: body === undefined ? "GET" : "POST",
+      headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    }) as unknown as Promise<Response>;
+
+  it("two chats racing on one thread from two isolates: one runs, the other gets 409 thread_busy", async () => {
+    for (let round = 0; round < 3; round++) {
+      const thread_id = `race-${round}-${Date.now()}`;
+      const [ra, rb] = await Promise.all([send("a", "/chat", { message: "/sleep 500\nfrom a", thread_id }), send("b", "/chat", { message: "/sleep 500\nfrom b", thread_id })]);
+      const [won, lost] = ra.status === 200 ? [ra, rb] : [rb, ra];
+      expect([ra.status, rb.status].sort()).toEqual([200, 409]);
+      expect(await lost.json()).toMatchObject({ code: "thread_busy" });
+      expect(parseSse(await won.text()).at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+    }
+  });
+
+  it("a run going on in one isolate keeps the thread busy in the other; what one wrote the other reads", async () => {
+    const thread_id = `busy-${Date.now()}`;
+    const first = await send("a", "/chat", { message: "/sleep 1000\nslow", thread_id });
+    expect(first.status).toBe(200);
+    const { reader, text: head } = await readUntil(first, (events) => events.some((e) => e.event === "message.start"));
+    const busy = await send("b", "/chat", { message: "meanwhile", thread_id });
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ code: "thread_busy" });
+    expect(answerText(parseSse(await readRest(reader, head)))).toBe("echo: slow");
+
+    const second = await send("b", "/chat", { message: "after", thread_id });
+    expect(answerText(parseSse(await second.text()))).toBe("echo: after");
+    const messages = (await (await send("a", `/threads/${thread_id}/messages`)).json()) as { role: string; content: string }[];
+    expect(messages.map((m) => [m.role, m.content])).toEqual([
+      ["user", "/sleep 1000\nslow"],
+      ["assistant", "echo: slow"],
+      ["user", "after"],
+      ["assistant", "echo: after"],
+    ]);
+  });
+});
+
+describe("workerd: threads outlive the worker", () => {
+  it("a thread written before a restart is there after it (Durable Object storage on disk)", async () => {
+    const persist = mkdtempSync(join(tmpdir(), "workerd-state-"));
+    const thread_id = `kept-${Date.now()}`;
+    const first = await startWorker({}, { durableObjectsPersist: persist });
+    try {
+      const res = await first.dispatchFetch("http://localhost/chat", {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ message: "remember me", thread_id }),
+      });
+      expect(answerText(parseSse(await res.text()))).toBe("echo: remember me");
+    } finally {
+      await first.dispose();
+    }
+    const second = await startWorker({}, { durableObjectsPersist: persist });
+    try {
+      const res = await second.dispatchFetch(`http://localhost/threads/${thread_id}/messages`, { headers: { Authorization: `Bearer ${KEY}` } });
+      expect(res.status).toBe(200);
+      const messages = (await res.json()) as { content: string }[];
+      expect(messages.map((m) => m.content)).toEqual(["remember me", "echo: remember me"]);
+    } finally {
+      await second.dispose();
+    }
+  });
+});
+
+describe("workerd: the cron trigger runs the background jobs", () => {
+  it("drops A2A tasks past A2A_TASK_TTL_S at the next firing", async () => {
+    const cron = await startWorker({ A2A_TASK_TTL_S: "1" }, { unsafeTriggerHandlers: true });
+    try {
+      const rpc = async (method: string, params: unknown) => {
+        const res = await cron.dispatchFetch("http://localhost/a2a/app", {
+          method: "POST",
+          headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "A2A-Version": "1.0" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+        });
+        return (await res.json()) as { result?: { task?: { id: string }; id?: string }; error?: { code: number } };
+      };
+      const sent = await rpc("SendMessage", { message: { messageId: `m-${Date.now()}`, role: "ROLE_USER", parts: [{ text: "hi" }] } });
+      const id = sent.result!.task!.id;
+      expect((await rpc("GetTask", { id })).result?.id).toBe(id);
+      await new Promise((r) => setTimeout(r, 1500));
+      // Not swept without a firing: no timers in the worker.
+      expect((await rpc("GetTask", { id })).result?.id).toBe(id);
+      const fired = await cron.dispatchFetch("http://localhost/cdn-cgi/handler/scheduled?cron=*+*+*+*+*");
+      expect(fired.status).toBe(200);
+      await fired.arrayBuffer();
+      expect((await rpc("GetTask", { id })).error).toBeDefined();
+    } finally {
+      await cron.dispose();
     }
   });
 });

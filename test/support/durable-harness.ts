@@ -1,5 +1,5 @@
 /**
- * A test worker around the Durable Object adapters (built by ./durable-worker.ts, run in workerd
+ * A test worker around the Durable Object adapters (built by ./workerd.ts, run in workerd
  * by Miniflare): POST /<lease|store>/<method> with the arguments as a JSON array calls that method
  * of the adapter inside workerd and answers `{result}` or `{error: {code, message}}`. The contract
  * suites then run in Node against these answers, while the adapters, the objects and their

@@ -1,46 +1,76 @@
 /**
- * Builds ./durable-harness.ts into a module worker (esbuild, into a temporary folder: not dist/,
- * which tsup owns) and starts it in Miniflare with the store and lease Durable Objects on SQLite,
- * as wrangler.toml declares them. `remote(mf, "lease")` is a ThreadLease (or Store) whose methods
- * run inside workerd.
+ * Workers in workerd for tests (Miniflare): a test entry bundled the way tsup bundles
+ * dist/worker.js (the same esbuild options and plugins, read from tsup.config.ts, into a
+ * temporary folder: dist/ is tsup's), started with the Durable Objects of wrangler.toml. Also the
+ * harness of the Durable Object adapters (./durable-harness.ts) and `remote`, a port whose every
+ * method runs inside it.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { build } from "esbuild";
-import { Miniflare } from "miniflare";
+import { build, type BuildOptions, type Plugin } from "esbuild";
+import { Miniflare, type MiniflareOptions } from "miniflare";
+import tsupConfig from "../../tsup.config.js";
 
 /** Keep in step with wrangler.toml (and the installed workerd). */
 export const COMPATIBILITY_DATE = "2026-04-01";
 
-/** The Durable Object bindings of wrangler.toml, for a Miniflare worker whose script exports the classes. */
+/** The Durable Object bindings of wrangler.toml, for a worker whose script exports the classes. */
 export const DURABLE_OBJECTS = {
   AGENT_STORE: { className: "AgentStoreObject", useSQLite: true },
   THREAD_LEASES: { className: "ThreadLeaseObject", useSQLite: true },
 } as const;
 
-export async function buildHarness(): Promise<string> {
-  const outfile = join(mkdtempSync(join(tmpdir(), "durable-harness-")), "harness.js");
-  await build({
-    entryPoints: ["test/support/durable-harness.ts"],
-    outfile,
+interface WorkerBuild {
+  esbuildPlugins?: Plugin[];
+  esbuildOptions?: (options: BuildOptions) => void;
+}
+
+/** Bundles `entry` (a path from the repository root) as tsup bundles the worker; returns the file. */
+export async function bundleWorker(entry: string, alias: Record<string, string> = {}): Promise<string> {
+  const configs = (Array.isArray(tsupConfig) ? tsupConfig : [tsupConfig]) as (WorkerBuild & { entry?: Record<string, string> })[];
+  const worker = configs.find((c) => c.entry && "worker" in c.entry)!;
+  const options: BuildOptions = {
+    entryPoints: [entry],
+    outfile: join(mkdtempSync(join(tmpdir(), "worker-")), "worker.js"),
     bundle: true,
     format: "esm",
     platform: "neutral",
     target: "es2022",
-    external: ["cloudflare:*"],
     mainFields: ["module", "main"],
-    conditions: ["workerd", "worker", "browser", "import", "default"],
+    plugins: worker.esbuildPlugins ?? [],
+    alias,
     logLevel: "silent",
-  });
-  return outfile;
+  };
+  worker.esbuildOptions?.(options);
+  await build(options);
+  return options.outfile!;
+}
+
+/**
+ * A worker script in workerd with the Durable Objects; `options` adds bindings, a port, more
+ * workers. The worker's log lines (its stdout) are dropped; what workerd itself reports (stderr) shows.
+ */
+export async function startWorkerd(scriptPath: string, options: Partial<MiniflareOptions> = {}): Promise<Miniflare> {
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath,
+    modulesRoot: dirname(scriptPath),
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: [],
+    durableObjects: DURABLE_OBJECTS,
+    handleRuntimeStdio(stdout: NodeJS.ReadableStream, stderr: NodeJS.ReadableStream) {
+      stdout.resume();
+      stderr.pipe(process.stderr);
+    },
+    ...options,
+  } as MiniflareOptions);
+  await mf.ready;
+  return mf;
 }
 
 export async function startHarness(): Promise<Miniflare> {
-  const scriptPath = await buildHarness();
-  const mf = new Miniflare({ modules: true, scriptPath, modulesRoot: dirname(scriptPath), compatibilityDate: COMPATIBILITY_DATE, durableObjects: DURABLE_OBJECTS });
-  await mf.ready;
-  return mf;
+  return startWorkerd(await bundleWorker("test/support/durable-harness.ts"));
 }
 
 /** An adapter port whose every method is called inside the harness worker. */
