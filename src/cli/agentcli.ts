@@ -1,136 +1,147 @@
 #!/usr/bin/env node
 /// <reference types="node" />
 /**
- * agentcli: a small command-line client of the HTTP API (spec 5.9). The bearer credential comes
- * from the process variable AGENTCLI_API_KEY only, never from an env file, so a key is not left
- * lying in a project directory. Custom auth policies get `--header 'Name: value'` and
- * `--cookie name=value`.
+ * agentcli, the package's command-line client (CONTRACT 7, spec 5.9): chat with the service and
+ * follow its runs, read and delete threads, decide approvals, read the A2A card; check, draw and
+ * start a system of agents (spec 2.9); explain the API policy's verdict on a call. This file only
+ * dispatches: each command lives in its own module beside it. `agentcli --help` lists them.
  *
- *   agentcli chat "hello" [--thread ID]      stream an answer
- *   agentcli threads [--limit N --offset N]  list threads
- *   agentcli messages ID                     print a thread's messages
- *   agentcli delete ID                       delete a thread
- *
- * Options: --url (default AGENTCLI_URL or http://127.0.0.1:8000), --header, --cookie, --json
- * (print raw events/JSON).
+ * Exit codes: 0 done, 1 a run that failed, was refused or was cut, 2 usage (unknown options
+ * included), 3 a configuration problem (an unusable system file or policy, each problem placed).
  */
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-import { sseEvents } from "../sse-decode.js";
+import { argsOf, type CommandLine, intOption, onlyOptions, parseCommandLine, USAGE, UsageError } from "./args.js";
+import { chatOnce, chatSession } from "./chat.js";
+import { decideCommand, type Session } from "./decide.js";
+import { safeLine } from "./escape.js";
+import { type Client, ConfigurationProblem, makeClient, Unreachable } from "./http.js";
+import { interactiveTerminal, makePrinter, type Printer } from "./output.js";
+import { explain } from "./policy.js";
+import { openTerminal, type Terminal } from "./prompt.js";
+import { approvals, card, deleteThread, messages, threads } from "./reads.js";
+import { systemCheck, systemGraph } from "./system.js";
+import { systemUp } from "./system-up.js";
 
-const USAGE = `usage: agentcli <chat MESSAGE | threads | messages THREAD_ID | delete THREAD_ID>
-  [--url URL] [--thread ID] [--limit N] [--offset N] [--header 'Name: value']... [--cookie name=value]... [--json]
-The bearer credential is read from AGENTCLI_API_KEY.`;
+const STATUSES = ["pending", "approved", "rejected", "expired"];
 
-export async function run(argv: readonly string[], out: (s: string) => void = (s) => void process.stdout.write(s)): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    options: {
-      url: { type: "string" },
-      thread: { type: "string" },
-      limit: { type: "string" },
-      offset: { type: "string" },
-      header: { type: "string", multiple: true },
-      cookie: { type: "string", multiple: true },
-      json: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
-  const [command, arg] = positionals;
-  if (values.help || !command) {
-    out(`${USAGE}\n`);
-    return values.help ? 0 : 2;
-  }
-  const base = (values.url ?? process.env.AGENTCLI_URL ?? "http://127.0.0.1:8000").replace(/\/+$/, "");
-  const headers = new Headers();
-  const key = process.env.AGENTCLI_API_KEY;
-  if (key) headers.set("Authorization", `Bearer ${key}`);
-  for (const h of values.header ?? []) {
-    const i = h.indexOf(":");
-    if (i <= 0) return fail(`--header must be 'Name: value'`);
-    headers.append(h.slice(0, i).trim(), h.slice(i + 1).trim());
-  }
-  const cookies = values.cookie ?? [];
-  if (cookies.some((c) => !/^[^=;\s]+=[^;]*$/.test(c))) return fail("--cookie must be name=value");
-  if (cookies.length > 0) headers.set("Cookie", cookies.join("; "));
-
-  const send = async (method: string, path: string, body?: unknown) => {
-    if (body !== undefined) headers.set("Content-Type", "application/json");
-    return fetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-  };
-
-  switch (command) {
-    case "chat": {
-      if (!arg) return fail("chat needs a message");
-      headers.set("Accept", "text/event-stream");
-      const res = await send("POST", "/chat", { message: arg, ...(values.thread ? { thread_id: values.thread } : {}) });
-      if (res.status !== 200) return problem(res);
-      return streamChat(res, Boolean(values.json), out);
-    }
-    case "threads": {
-      const q = new URLSearchParams();
-      if (values.limit) q.set("limit", values.limit);
-      if (values.offset) q.set("offset", values.offset);
-      return printJson(await send("GET", `/threads${q.size ? `?${q}` : ""}`), out);
-    }
-    case "messages":
-      if (!arg) return fail("messages needs a thread id");
-      return printJson(await send("GET", `/threads/${encodeURIComponent(arg)}/messages`), out);
-    case "delete": {
-      if (!arg) return fail("delete needs a thread id");
-      const res = await send("DELETE", `/threads/${encodeURIComponent(arg)}`);
-      if (res.status !== 204) return problem(res);
-      out("deleted\n");
+export async function run(argv: readonly string[]): Promise<number> {
+  let p: Printer = makePrinter(false);
+  try {
+    const line = parseCommandLine(argv);
+    p = makePrinter(Boolean(line.values.json));
+    if (line.values.help) {
+      process.stdout.write(USAGE);
       return 0;
     }
-    default:
-      return fail(`unknown command ${JSON.stringify(command)}`);
-  }
-
-  function fail(message: string): number {
-    process.stderr.write(`agentcli: ${message}\n${USAGE}\n`);
-    return 2;
-  }
-}
-
-async function problem(res: Response): Promise<number> {
-  const text = await res.text();
-  let detail = text;
-  try {
-    const body = JSON.parse(text) as { detail?: unknown };
-    detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail ?? body);
-  } catch {
-    // not JSON: print as is
-  }
-  process.stderr.write(`agentcli: HTTP ${res.status}: ${detail}\n`);
-  return 1;
-}
-
-async function printJson(res: Response, out: (s: string) => void): Promise<number> {
-  if (res.status !== 200) return problem(res);
-  out(`${JSON.stringify(await res.json(), null, 2)}\n`);
-  return 0;
-}
-
-async function streamChat(res: Response, raw: boolean, out: (s: string) => void): Promise<number> {
-  let code = 0;
-  for await (const frame of sseEvents(res.body)) {
-    const event = frame.event;
-    const data = JSON.parse(frame.data) as Record<string, unknown>;
-    if (raw) out(`${JSON.stringify({ event, data })}\n`);
-    else if (event === "message.delta") out(String(data.text));
-    else if (event === "tool.call") out(`\n[tool ${String(data.name)} ${JSON.stringify(data.args)}]\n`);
-    else if (event === "tool.result") out(`[${data.is_error ? "failed" : "result"}: ${String(data.result)}]\n`);
-    else if (event === "message.start") process.stderr.write(`thread ${String(data.thread_id)}\n`);
-    else if (event === "message.end") out(data.status === "ok" ? "\n" : `\n[${String(data.status)}]\n`);
-    if (event === "error") {
-      if (!raw) process.stderr.write(`agentcli: ${String(data.code)}: ${String(data.message)}\n`);
-      code = 1;
+    return await dispatch(line, p);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`agentcli: ${error.message}\n(agentcli --help lists the commands and options)\n`);
+      return 2;
     }
+    if (error instanceof ConfigurationProblem) {
+      p.error(error.message);
+      return 3;
+    }
+    if (error instanceof Unreachable) {
+      p.error(safeLine(error.message));
+      return 1;
+    }
+    throw error;
   }
-  return code;
+}
+
+async function dispatch(line: CommandLine, p: Printer): Promise<number> {
+  const [command, sub] = line.positionals;
+  const v = line.values;
+  const client = (): Client => makeClient({ url: v.url, headers: v.header ?? [], cookies: v.cookie ?? [] });
+  let terminal: Terminal | undefined;
+  const session = (c: Client): Session => ({
+    client: c,
+    p,
+    terminal: interactiveTerminal() && !p.json ? () => (terminal ??= openTerminal()) : undefined,
+  });
+  try {
+    switch (command) {
+      case undefined:
+        throw new UsageError("a command is needed");
+      case "chat": {
+        onlyOptions(line, "chat", ["thread"]);
+        const [message] = argsOf(line, 1, "chat", ["MESSAGE"], 0);
+        const s = session(client());
+        if (message !== undefined) return (await chatOnce(s, message, v.thread)).code;
+        if (!s.terminal) throw new UsageError("chat needs a MESSAGE (or a terminal, for a session)");
+        return await chatSession(s, s.terminal(), v.thread);
+      }
+      case "threads":
+        onlyOptions(line, "threads", ["limit", "offset"]);
+        argsOf(line, 1, "threads", []);
+        return await threads(client(), p, { limit: intOption(v.limit, "limit", 1, 100), offset: intOption(v.offset, "offset", 0, 1e9) });
+      case "messages": {
+        onlyOptions(line, "messages", []);
+        const [id] = argsOf(line, 1, "messages", ["THREAD_ID"]);
+        return await messages(client(), p, id!);
+      }
+      case "delete": {
+        onlyOptions(line, "delete", []);
+        const [id] = argsOf(line, 1, "delete", ["THREAD_ID"]);
+        return await deleteThread(client(), p, id!);
+      }
+      case "approvals":
+        onlyOptions(line, "approvals", ["status", "limit", "offset"]);
+        argsOf(line, 1, "approvals", []);
+        if (v.status !== undefined && !STATUSES.includes(v.status)) throw new UsageError(`--status must be one of ${STATUSES.join(", ")}`);
+        return await approvals(client(), p, { status: v.status, limit: intOption(v.limit, "limit", 1, 100), offset: intOption(v.offset, "offset", 0, 1e9) });
+      case "approve":
+      case "reject": {
+        onlyOptions(line, command, ["comment"]);
+        const [thread, approval] = argsOf(line, 1, command, ["THREAD_ID", "APPROVAL_ID"]);
+        return await decideCommand(session(client()), command, thread!, approval!, v.comment);
+      }
+      case "card": {
+        onlyOptions(line, "card", []);
+        const [agent] = argsOf(line, 1, "card", ["AGENT"], 0);
+        return await card(client(), p, agent ?? "app");
+      }
+      case "system":
+        return await system(line, sub, p);
+      case "policy": {
+        if (sub !== "explain") throw new UsageError(sub === undefined ? "policy needs a subcommand: explain" : `unknown policy subcommand ${JSON.stringify(sub)}`);
+        onlyOptions(line, "policy explain", ["body", "policy", "operation-id"]);
+        const [api, method, target] = argsOf(line, 2, "policy explain", ["API", "METHOD", "PATH"]);
+        return explain(p, { api: api!, method: method!, target: target!, body: v.body, operationId: v["operation-id"], policy: v.policy });
+      }
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    }
+  } finally {
+    terminal?.close();
+  }
+}
+
+async function system(line: CommandLine, sub: string | undefined, p: Printer): Promise<number> {
+  const v = line.values;
+  switch (sub) {
+    case "check": {
+      onlyOptions(line, "system check", ["env"]);
+      const [file] = argsOf(line, 2, "system check", ["FILE"]);
+      return systemCheck(p, file!, v.env);
+    }
+    case "graph": {
+      onlyOptions(line, "system graph", ["mermaid"]);
+      const [file] = argsOf(line, 2, "system graph", ["FILE"]);
+      return systemGraph(p, file!, Boolean(v.mermaid));
+    }
+    case "up": {
+      onlyOptions(line, "system up", ["env"]);
+      const [file] = argsOf(line, 2, "system up", ["FILE"]);
+      if (v.env === undefined) throw new UsageError("system up needs --env NAME (an environment with port_base)");
+      return systemUp(p, file!, v.env);
+    }
+    default:
+      throw new UsageError(sub === undefined ? "system needs a subcommand: check, graph or up" : `unknown system subcommand ${JSON.stringify(sub)}`);
+  }
 }
 
 /** Run when executed (directly or through an npm bin link), not when imported. */
@@ -144,9 +155,11 @@ function invokedDirectly(): boolean {
 
 if (invokedDirectly()) {
   run(process.argv.slice(2)).then(
+    // Exit at once: a kept-alive connection must not hold the shell (stdout and stderr are
+    // synchronous on Linux for files, pipes and terminals, so nothing written is lost).
     (code) => process.exit(code),
     (error: Error) => {
-      process.stderr.write(`agentcli: ${error.message}\n`);
+      process.stderr.write(`agentcli: ${safeLine(error.message)}\n`);
       process.exit(1);
     },
   );
