@@ -87,7 +87,7 @@ export function explain(p: Printer, args: ExplainArgs): number {
   const lines = [`${e.method} ${e.path} on API ${e.api}${e.call?.rpc_method ? ` (rpc ${e.call.rpc_method}${e.call.a2a_operation ? `, ${e.call.a2a_operation}` : ""})` : ""}`];
   for (const s of e.steps) lines.push(`  ${s.place}: ${s.outcome} - ${s.detail}`);
   if (e.verdict === "refused") lines.push(`refused: ${e.reason ?? ""}`);
-  else if (e.gate) lines.push(`gated by ${e.gate.rule}: sent once ${e.gate.approvers.join(" or ")} approve${e.gate.decide_with === "relayed" ? ` (relayed by ${e.gate.relayers.join(", ")})` : ""}; expires after ${e.gate.timeout_s} s`);
+  else if (e.gate) lines.push(`gated by ${e.gate.rule}: held until ${e.gate.approvers.join(" or ")} approves${e.gate.decide_with === "relayed" ? ` (relayed by ${e.gate.relayers.join(", ")})` : ""}; expires after ${e.gate.timeout_s} s`);
   else lines.push("allowed: sent without asking");
   p.text(`${lines.map(safeLine).join("\n")}\n`);
   return e.verdict === "refused" ? 1 : 0;

@@ -78,7 +78,7 @@ export async function showRun(res: Response, p: Printer, options: { knownThread?
     }
   } catch (error) {
     newline();
-    p.error(`the stream broke before the run ended (${safeLine((error as Error).message)})`);
+    p.error((error as Error).name === "AbortError" ? "stopped: the run is cancelled" : `the stream broke before the run ended (${safeLine((error as Error).message)})`);
     return { code: 1, threadId, status: undefined, approvals: [] };
   }
   if (failed) {

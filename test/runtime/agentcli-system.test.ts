@@ -223,7 +223,7 @@ describe("agentcli policy explain", () => {
     const r = await explain(["shop", "POST", "/orders", "--body", '{"item":1}']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("  approval[0]: gates - required_for methods [POST]: approvers requester, decide_with direct, timeout 120 s\n");
-    expect(r.stdout).toContain("gated by approval[0]: sent once requester approve; expires after 120 s\n");
+    expect(r.stdout).toContain("gated by approval[0]: held until requester approves; expires after 120 s\n");
     const json = JSON.parse((await explain(["shop", "POST", "/orders", "--json"])).stdout);
     expect(json).toMatchObject({ verdict: "gated", gate: { rule: "approval[0]", approvers: ["requester"] } });
   });
