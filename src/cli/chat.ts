@@ -9,13 +9,18 @@
 import { followRun, type Session } from "./decide.js";
 import { problemOf } from "./http.js";
 import type { Terminal } from "./prompt.js";
-import { showRun } from "./stream.js";
+import { type ShownApproval, showRun } from "./stream.js";
 
 /** One message: its run shown, approvals followed. */
 export async function chatOnce(s: Session, message: string, thread: string | undefined, signal?: AbortSignal): Promise<{ code: number; thread: string | undefined }> {
   const res = await s.client.send("POST", "/chat", { body: { message, ...(thread ? { thread_id: thread } : {}) }, accept: "text/event-stream", ...(signal ? { signal } : {}) });
   if (res.status !== 200) {
+    const body = res.status === 409 ? ((await res.clone().json().catch(() => undefined)) as { code?: string; approvals?: ShownApproval[] } | undefined) : undefined;
     s.p.error(await problemOf(res));
+    // The thread waits for a decision: show what waits and how to decide it (asked on a terminal).
+    // The message itself was refused, whatever is decided now: exit 1.
+    if (body?.code === "approval_pending" && Array.isArray(body.approvals) && body.approvals.length > 0)
+      await followRun(s, { code: 0, threadId: thread, status: "awaiting_approval", approvals: body.approvals.filter((a) => a.status === "pending") });
     return { code: 1, thread };
   }
   const outcome = await showRun(res, s.p, { knownThread: thread });

@@ -155,6 +155,12 @@ describe("approvals", () => {
     expect(paused.stdout).toContain(`agentcli reject cli-appr ${id} --url ${svc.base} [--comment TEXT]`);
     expect(paused.stdout).not.toContain("Approve?");
 
+    // A message on the waiting thread is refused (exit 1); what waits is shown with the commands.
+    const busy = await run(["chat", "anything else?", "--thread", "cli-appr"]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toMatch(/HTTP 409: approval_pending: /);
+    expect(busy.stdout).toContain(`agentcli approve cli-appr ${id} --url ${svc.base} [--comment TEXT]`);
+
     const listed = await run(["approvals", "--status", "pending"]);
     expect(listed.stdout).toMatch(new RegExp(`^${id} {2}pending {3}thread cli-appr {2}POST /tickets on tickets`, "m"));
     const json = (await run(["approvals", "--json", "--status", "pending"])).stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
