@@ -1,6 +1,6 @@
 // bench-chat --runtime node,bun,deno: the same chat figures for each runtime's built entry in one
-// run. Each entry (dist/node.js, dist/bun.js, dist/deno.js, run as `npm start`, `npm run
-// start:bun`, `npm run start:deno` run them) is spawned as a process of its own on a free
+// run. Each entry (dist/node.js, dist/bun.js, dist/deno.js, with the command of `npm start`, `npm
+// run start:bun`, `npm run start:deno`, read from package.json) is spawned as a process of its own on a free
 // loopback port with the memory store and the fake model, then driven from this process exactly
 // as bench-chat drives the in-process service: autocannon (warm-up, then measured), the
 // first-event sampler, and the entry's RSS after the load (/proc/<pid>/status). One runtime at a
@@ -10,16 +10,11 @@ import { readFileSync } from "node:fs";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { log, logTable } from "./bench.mjs";
+import { ENTRY_SCRIPTS, scriptCommand } from "./entry-scripts.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-/** The command of each built entry (the npm scripts' commands). */
-const ENTRIES = {
-  node: [process.execPath, "dist/node.js"],
-  bun: ["node_modules/.bin/bun", "dist/bun.js"],
-  deno: ["node_modules/.bin/deno", "run", "-A", "dist/deno.js"],
-};
-export const RUNTIMES = Object.keys(ENTRIES);
+export const RUNTIMES = Object.keys(ENTRY_SCRIPTS);
 
 /** `node,bun` or `all` -> ["node", "bun"]; an unknown name is a usage error (exit 2). */
 export function parseRuntimes(value, usage) {
@@ -55,12 +50,12 @@ const rssMb = (pid) => {
 /** Spawns the entry and resolves once it answers /health: `{ child, port, startMs }`. */
 async function startEntry(runtime, env, children) {
   const port = await freePort();
-  const [command, ...args] = ENTRIES[runtime];
+  const { command, args, env: scriptEnv } = scriptCommand(ROOT, ENTRY_SCRIPTS[runtime]);
   const t0 = performance.now();
   const child = spawn(command, args, {
     cwd: ROOT,
     // nothing leaves this machine: no update check (Deno), no crash upload (Bun)
-    env: { PATH: process.env.PATH, HOME: process.env.HOME ?? "/tmp", DENO_NO_UPDATE_CHECK: "1", DO_NOT_TRACK: "1", ENV_FILE: "/nonexistent/.env", HOST: "127.0.0.1", PORT: String(port), ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME ?? "/tmp", DENO_NO_UPDATE_CHECK: "1", DO_NOT_TRACK: "1", ...scriptEnv, ENV_FILE: "/nonexistent/.env", HOST: "127.0.0.1", PORT: String(port), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.add(child);

@@ -93,3 +93,16 @@ describe.each<RuntimeName>(["bun", "deno"])("%s entry", (runtime) => {
     20_000,
   );
 });
+
+describe.each<RuntimeName>(["node", "bun", "deno"])("%s entry and the env file", (runtime) => {
+  it("reads only ENV_FILE: a .env in the working directory is not loaded behind its back (Bun would by default)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "entry-dotenv-"));
+    writeFileSync(join(dir, ".env"), "A2A_NAME=from_dotenv\nAPI_KEY=from-dotenv\n");
+    writeFileSync(join(dir, "service.env"), "A2A_NAME=from_env_file\n");
+    const svc = await startEntry(runtime, { ...FAKE, ENV_FILE: join(dir, "service.env") }, { cwd: dir });
+    const card = (name: string) => fetch(`${svc.base}/a2a/${name}/.well-known/agent-card.json`, { headers: { Authorization: `Bearer ${KEY}` } });
+    expect((await card("from_env_file")).status).toBe(200);
+    expect((await card("from_dotenv")).status).toBe(404);
+  });
+});
+

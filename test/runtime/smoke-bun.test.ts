@@ -1,4 +1,12 @@
-/** The smoke suite (smoke.ts) on the built Bun entry (dist/bun.js) as a process on loopback, memory store. */
+/**
+ * The smoke suite (smoke.ts) on Bun, memory store: the built entry (dist/bun.js, as `npm run
+ * start:bun` runs it) and the single executable `npm run build:binary` makes (`bun build
+ * --compile`, the same command, written to a temporary folder and run from there).
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll } from "vitest";
 import { entryStarter, killSpawned } from "../support/service-process.js";
 import { describeSmoke } from "./smoke.js";
@@ -7,3 +15,22 @@ import { describeSmoke } from "./smoke.js";
 afterAll(killSpawned);
 
 describeSmoke("bun, memory", entryStarter("bun"));
+
+let dir: string | undefined;
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describeSmoke(
+  "bun binary, memory",
+  entryStarter(async () => {
+    dir = mkdtempSync(join(tmpdir(), "agent-binary-"));
+    const binary = join(dir, "agent-service");
+    // build:binary's own command (the part after its tsup step), writing to the temporary folder
+    const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts;
+    const compile = scripts["build:binary"]!.split("&&").at(-1)!.trim().replace(/--outfile \S+/, `--outfile ${binary}`).split(/\s+/);
+    if (compile[0] !== "bun" || !compile.includes("--compile")) throw new Error(`build:binary is not a bun build --compile: ${scripts["build:binary"]}`);
+    execFileSync("node_modules/.bin/bun", compile.slice(1), { stdio: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", DO_NOT_TRACK: "1" } });
+    return [binary];
+  }),
+);

@@ -5,16 +5,13 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import { afterAll, afterEach } from "vitest";
+import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
 
 export type RuntimeName = "node" | "bun" | "deno";
-
-/** The command that runs each built entry, as `npm start`, `npm run start:bun` and `npm run start:deno` do. */
-export const ENTRY_COMMANDS: Record<RuntimeName, readonly string[]> = {
-  node: [process.execPath, "dist/node.js"],
-  bun: ["node_modules/.bin/bun", "dist/bun.js"],
-  deno: ["node_modules/.bin/deno", "run", "-A", "dist/deno.js"],
-};
+/** A runtime's built entry, or a command of its own (a compiled single executable). */
+export type Entry = RuntimeName | readonly string[];
 
 /**
  * Never anything off this machine: Deno checks for a newer release and Bun may upload a crash
@@ -66,12 +63,24 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The npm script's command for a runtime (scripts/lib/entry-scripts.mjs), else the command given;
+ * its repository paths made absolute, so it also runs from another working directory.
+ */
+const commandOf = (entry: Entry) => {
+  if (typeof entry !== "string") return { command: [...entry], env: {} };
+  const root = process.cwd();
+  const { command, args, env } = scriptCommand(root, ENTRY_SCRIPTS[entry]);
+  return { command: [command, ...args.map((a) => (a.startsWith("dist/") ? join(root, a) : a))], env };
+};
+const labelOf = (entry: Entry) => (typeof entry === "string" ? entry : entry.join(" "));
+
 /** Spawns the runtime's built entry with `env` (PATH and HOME added, nothing else inherited). */
-export function spawnEntry(runtime: RuntimeName, env: Record<string, string>): EntryProcess {
-  const [command, ...args] = ENTRY_COMMANDS[runtime];
+export function spawnEntry(entry: Entry, env: Record<string, string>, cwd = process.cwd()): EntryProcess {
+  const { command: [command, ...args], env: scriptEnv } = commandOf(entry);
   const child = spawn(command!, args, {
-    cwd: process.cwd(),
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...QUIET_RUNTIME_ENV, ...env },
+    cwd,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...QUIET_RUNTIME_ENV, ...scriptEnv, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.add(child);
@@ -83,10 +92,11 @@ export function spawnEntry(runtime: RuntimeName, env: Record<string, string>): E
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Spawns the entry on a free loopback port (no env file) and waits for its "listening" line. */
-export async function startEntry(runtime: RuntimeName, env: Record<string, string>, ms = 15_000): Promise<ServiceProcess> {
+/** Spawns the entry on a free loopback port (no env file unless `env` names one) and waits for its "listening" line. */
+export async function startEntry(entry: Entry, env: Record<string, string>, { ms = 15_000, cwd = process.cwd() } = {}): Promise<ServiceProcess> {
+  const runtime = labelOf(entry);
   const port = await freePort();
-  const svc = spawnEntry(runtime, { HOST, PORT: String(port), ENV_FILE: "/nonexistent/.env", ...env });
+  const svc = spawnEntry(entry, { HOST, PORT: String(port), ENV_FILE: "/nonexistent/.env", ...env }, cwd);
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${runtime}: no "listening" line in ${ms} ms\nstdout:\n${svc.stdout()}\nstderr:\n${svc.stderr()}`)), ms);
     const check = () => {
@@ -119,12 +129,15 @@ export async function stopEntry(svc: EntryProcess, ms = 10_000): Promise<number 
 }
 
 /**
- * A start function for the smoke suite (test/runtime/smoke.ts): the runtime's entry with the
- * suite's environment and `extra` on top; stopping it sends SIGTERM and expects the drain's exit 0.
+ * A start function for the smoke suite (test/runtime/smoke.ts): the entry (or the one a function
+ * makes first) with the suite's environment and `extra` on top; stopping it sends SIGTERM and
+ * expects the drain's exit 0.
  */
-export function entryStarter(runtime: RuntimeName, extra: () => Record<string, string> = () => ({})) {
+export function entryStarter(entry: Entry | (() => Promise<Entry>), extra: () => Record<string, string> = () => ({})) {
   return async ({ env }: { env: Readonly<Record<string, string>> }) => {
-    const svc = await startEntry(runtime, { ...env, ...extra() });
+    const resolved = typeof entry === "function" ? await entry() : entry;
+    const runtime = labelOf(resolved);
+    const svc = await startEntry(resolved, { ...env, ...extra() });
     return {
       base: svc.base,
       async stop() {
