@@ -13,6 +13,7 @@ import { defineTool } from "../../src/index.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import type { Store } from "../../src/store/ports.js";
 import { chat, makeApp, parseSse, post, type TestApp } from "../helpers.js";
+import { everyText, memoryTracer } from "../support/memory-tracer.js";
 import { createOrder, GATED } from "../support/orders.js";
 import { recordingUpstream } from "../support/upstream.js";
 import { AUD, bearer, clock, ISS, Issuer, type KeyPair, makeKey, mint, T0 } from "./jwt-fixtures.js";
@@ -226,5 +227,36 @@ describe("startup with an auth: exchange API (outside dev)", () => {
       app = await boot(over);
       await app.close();
     }
+  });
+});
+
+describe("auth: exchange traced (TRACING_ENABLED, a tracer given to createApp)", () => {
+  it("each exchange is token_exchange <api> under the tool call, with its outcome; the upstream's traceparent names the call's span; no token is on any span", async () => {
+    const mem = memoryTracer();
+    const token = await mint({}, key);
+    const tools = [getTool("list_orders", "/orders")];
+    app = await makeApp(appEnv({ TRACING_ENABLED: "true" }), { clock, store, policyText: POLICY(), tools, tracer: mem.tracer });
+    const first = await chat(app, { message: "/call list_orders {}" }, bearer(token));
+    expect(toolResult(first.events)).toMatchObject({ is_error: false });
+    await chat(app, { message: "/call list_orders {}" }, bearer(token));
+    exchangeStatus = 400;
+    clock.t += 400_000; // past the cached token's life: the issuer is asked again and refuses
+    await chat(app, { message: "/call list_orders {}" }, bearer(await mint({}, key)));
+
+    const exchangesTraced = mem.spans().filter((s) => s.name === "token_exchange orders");
+    expect(exchangesTraced.map((s) => s.attributes["agent.token_exchange.outcome"])).toEqual(["issued", "cached", "refused"]);
+    const toolSpans = mem.spans().filter((s) => s.name === "execute_tool list_orders");
+    for (const [i, span] of exchangesTraced.entries()) {
+      expect(span.kind).toBe(2 /* SpanKind.CLIENT */);
+      expect(span.parentSpanContext?.spanId).toBe(toolSpans[i]!.spanContext().spanId);
+      expect(span.attributes["server.address"]).toBe("127.0.0.1");
+    }
+    expect(exchangesTraced[2]!.status.code).toBe(2 /* ERROR */);
+    expect(exchangesTraced[2]!.attributes["error.type"]).toBe("refused");
+    // auth: exchange is credentialed: under peers the call carries the trace context of its client span.
+    const call = mem.spans().find((s) => s.name === "GET /orders")!;
+    expect(upstream.hits.map((h) => h.headers.traceparent)).toContain(`00-${call.spanContext().traceId}-${call.spanContext().spanId}-01`);
+    const text = mem.spans().map(everyText).join("\n");
+    for (const secret of [token, EXCHANGED, "secret-a"]) expect(text).not.toContain(secret);
   });
 });
