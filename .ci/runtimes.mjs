@@ -12,7 +12,7 @@
  */
 import { readFileSync } from "node:fs";
 
-const EXPECTED = ["node, memory", "node, postgres", "bun, memory", "bun binary, memory", "deno, memory"];
+const EXPECTED = ["node, memory", "node, postgres", "bun, memory", "bun binary, memory", "deno, memory", "workerd, durable objects"];
 const PREFIX = "smoke: ";
 
 const path = process.argv[2];
