@@ -240,7 +240,7 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       });
       run.finished = true;
     }
-    const waiting = result.status === "awaiting_approval" ? await pendingApprovals(ctx, runId) : [];
+    const waiting = result.status === "awaiting_approval" ? await pendingApprovals(ctx, runId, messages) : [];
     emit({
       type: "message.end",
       thread_id: threadId,
@@ -385,11 +385,16 @@ function waitingCalls(history: readonly Message[]): { calls: ToolCall[]; reason:
   return { calls: [], reason: "" };
 }
 
-/** This run's approvals, in the order they were asked, as the stream shows them. */
-async function pendingApprovals(ctx: RunsContext, runId: string): Promise<PublicApproval[]> {
+/**
+ * This run's approvals as the stream shows them, in the order of the tool calls that asked for
+ * them (parallel calls reach the gate in whatever order their digests finish).
+ */
+async function pendingApprovals(ctx: RunsContext, runId: string, history: readonly Message[]): Promise<PublicApproval[]> {
   const ids = ctx.pauses.approvalIds(runId);
-  const records = await Promise.all(ids.map((id) => ctx.store.getApproval(id)));
-  return records.flatMap((r) => (r ? [publicApproval(r)] : []));
+  const records = (await Promise.all(ids.map((id) => ctx.store.getApproval(id)))).flatMap((r) => (r ? [r] : []));
+  const order = new Map(waitingCalls(history).calls.map((c, i) => [c.id, i]));
+  const rank = (r: (typeof records)[number]) => order.get(r.internal.tool_call_id) ?? order.size;
+  return records.map((r, i) => ({ r, i })).sort((a, b) => rank(a.r) - rank(b.r) || a.i - b.i).map(({ r }) => publicApproval(r));
 }
 
 /** A resumed run acts on the words of the request that paused it. */
