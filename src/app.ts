@@ -13,7 +13,8 @@ import { createA2AService } from "./a2a/service.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { chooseAuthPolicy } from "./auth/choose.js";
 import type { CustomAuthPolicy } from "./auth/custom.js";
-import { createPrincipalHasher } from "./auth/hashing.js";
+import { createPrincipalHasher, type PrincipalHasher } from "./auth/hashing.js";
+import type { AuthPolicy } from "./auth/policy.js";
 import { type Clock, isoTime, systemClock } from "./clock.js";
 import type { Tracer } from "@opentelemetry/api";
 import { ConfigurationError } from "./errors.js";
@@ -30,7 +31,7 @@ import { createPolicyClient } from "./policy/client.js";
 import { tokenExchangerFor } from "./policy/exchange.js";
 import type { ApprovalGate } from "./policy/gate.js";
 import { preparePolicy } from "./policy/setup.js";
-import { type AgentSetup, createRunRegistry, createRuns, LEASE_TIMINGS, type LeaseTimings, type Runs, threadLeases } from "./runs/index.js";
+import { type AgentSetup, createRunRegistry, createRuns, LEASE_TIMINGS, type LeaseTimings, type Runs, type RunsContext, threadLeases } from "./runs/index.js";
 import { parseSettings, type Settings } from "./settings/parse.js";
 import { createMemoryLease } from "./store/memory/lease.js";
 import { createMemoryStore } from "./store/memory/store.js";
@@ -38,6 +39,8 @@ import type { Store, ThreadLease } from "./store/ports.js";
 
 /** A run record left running is marked ProcessLost this long after its lease expired (spec 3.1). */
 const LOST_RUN_GRACE_MS = 60_000;
+/** How often settled() looks again. */
+const SETTLE_POLL_MS = 20;
 
 export interface CreateAppOptions {
   /** Read as the process environment. No env file is read unless the runtime entry merged one in. */
@@ -103,6 +106,25 @@ export interface CreateAppOptions {
   readonly intervalJobs?: boolean;
   /** Internal, for tests: shorter lease renewal and expiry than the spec's 5 s / 30 s. */
   readonly leaseTimings?: LeaseTimings;
+  /**
+   * Internal, for the graph-server runtime (src/runtime/graph-server/): the parts it builds the
+   * server's auth handler and graph from, so both follow this app's one auth policy and agent.
+   */
+  readonly onParts?: (parts: AppParts) => void;
+  /**
+   * Internal, for the graph-server runtime: opens the store and the thread lease from the
+   * settings (the server's threads and checkpoints, our own tables beside them). Wins over
+   * `store`, `lease` and CHECKPOINTER.
+   */
+  readonly storage?: (settings: Settings, context: { readonly clock: Clock; readonly logger: Logger; readonly onHealth: (up: boolean) => void }) => Promise<{ store: Store; lease: ThreadLease }>;
+}
+
+/** What the graph-server runtime reuses of a composed app (see CreateAppOptions.onParts). */
+export interface AppParts {
+  readonly settings: Settings;
+  readonly auth: AuthPolicy;
+  readonly hashPrincipal: PrincipalHasher;
+  readonly runs: RunsContext;
 }
 
 export interface App {
@@ -113,6 +135,12 @@ export interface App {
   readonly activeRuns: number;
   /** The background jobs (approval sweep, lost runs, retention, task TTL), for a runtime that runs them itself (intervalJobs: false). */
   readonly jobs: readonly BackgroundJob[];
+  /**
+   * Resolves once no run is going and no follow-up of one is pending (the A2A tasks settled after
+   * a resumed run). workerd cuts a request's I/O when its response and its `ctx.waitUntil` work
+   * have ended, and a run's follow-ups come after its stream: the worker hands this to waitUntil.
+   */
+  settled(): Promise<void>;
   /**
    * The trace export: `flush()` sends what is buffered (on workerd hand it to `ctx.waitUntil`,
    * as flushAfterResponse does); `enabled` is false while tracing is off.
@@ -158,7 +186,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   const auth = await chooseAuthPolicy(settings, options.authPolicy, { fetch: outboundFetch, clock, ids, logger });
   const compatibility = authCompatibilityProblems(policy?.policy, settings, auth.name);
   if (compatibility.length > 0) {
-    if (!settings.dev) throw new ConfigurationError(`The API policy does not fit the auth policy: ${compatibility.join("; ")}.`);
+    if (!settings.dev || settings.runtime === "graph-server") throw new ConfigurationError(`The API policy does not fit the auth policy: ${compatibility.join("; ")}.`);
     for (const problem of compatibility) logger.error(`API policy and auth policy: ${problem}`);
   }
 
@@ -181,7 +209,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
 
   // Distinguishes this process's lease holders and tasks from other replicas'.
   const instanceId = ids.requestId();
-  const runs = createRuns({
+  const runsContext: RunsContext = {
     store,
     leases: threadLeases(lease, { instanceId, ids, timings: options.leaseTimings ?? LEASE_TIMINGS }),
     clock,
@@ -199,9 +227,20 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     pauses,
     registry: createRunRegistry(),
     tracing,
-  });
+  };
+  const runs = createRuns(runsContext);
+  options.onParts?.({ settings, auth, hashPrincipal, runs: runsContext });
   const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId });
-  runs.onResumed((approval, outcome) => a2a.settle(approval, outcome));
+  // Work a request leaves going once its response has ended (tasks settled after a resumed run):
+  // tracked, so a runtime that ends a request's I/O with its response can wait for it (settled).
+  const background = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    background.add(work);
+    const forget = () => void background.delete(work);
+    work.then(forget, forget);
+    return work;
+  };
+  runs.onResumed((approval, outcome) => track(a2a.settle(approval, outcome)));
   const router = buildRouter({
     settings,
     auth,
@@ -229,6 +268,11 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       return runs.active;
     },
     jobs,
+    async settled() {
+      // A macrotask first: a run's follow-ups start in the microtasks after its end.
+      do await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+      while (runs.active > 0 || background.size > 0);
+    },
     traces,
     drain: (graceMs) => runs.drain(graceMs),
     async close() {
@@ -274,6 +318,10 @@ async function chooseStorage(
   options: CreateAppOptions,
   { clock, logger, onHealth }: { clock: Clock; logger: Logger; onHealth: (up: boolean) => void },
 ): Promise<{ store: Store; lease: ThreadLease }> {
+  if (options.storage) return options.storage(settings, { clock, logger, onHealth });
+  // Under graph-server the server owns threads and checkpoints: its runtime passes the storage.
+  if (settings.runtime === "graph-server")
+    throw new ConfigurationError("RUNTIME is graph-server: start the service through its graph-server runtime (npm start with RUNTIME=graph-server), which opens the server's storage.");
   if (!options.store && settings.CHECKPOINTER === "sql") {
     if (options.lease) throw new ConfigurationError("With CHECKPOINTER=sql the thread lease is the database's: do not pass a lease to createApp.");
     // Loaded lazily: the postgres package stays out of every bundle that never uses it.

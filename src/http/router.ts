@@ -56,7 +56,7 @@ export function buildRouter(parts: RouterParts): Hono<HttpEnv> {
   app.notFound(notFoundHandler);
   app.route("/", probeRoutes({ settings, store, metrics }));
   app.route("/", chatRoutes({ settings, ids, runs, requireAuth }));
-  app.route("/", threadRoutes({ store, runs, requireAuth }));
+  app.route("/", threadRoutes({ store, runs, requireAuth, runtime: settings.runtime }));
   app.route("/", approvalRoutes({ store, runs, settings, requireAuth }));
   app.route("/", a2aRoutes({ settings, service: parts.a2a, card: { structured: parts.structured, auth: parts.auth.name, followsRequest: parts.cardFollowsRequest }, requireAuth }));
   if (settings.dev) app.route("/", devRoutes({ settings, playgroundKey: parts.playgroundKey }));

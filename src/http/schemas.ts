@@ -9,13 +9,18 @@ import { DIGEST_FORM } from "../approvals/digest.js";
 
 export const THREAD_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 
-export const threadId = () =>
-  z
-    .string()
-    .min(1)
-    .max(128)
-    .regex(THREAD_ID_PATTERN, { message: "String should match pattern '^[A-Za-z0-9_.:-]{1,128}$'" })
-    .describe("1-128 characters of letters, digits, '_', '.', ':' and '-'.");
+/** Thread ids under graph-server: the server keys its threads by UUID (spec 1). */
+export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export const threadId = (runtime: Settings["runtime"] = "standalone") =>
+  runtime === "graph-server"
+    ? z.string().regex(UUID_PATTERN, { message: "String should be a UUID" }).describe("A UUID (graph-server runtime).")
+    : z
+        .string()
+        .min(1)
+        .max(128)
+        .regex(THREAD_ID_PATTERN, { message: "String should match pattern '^[A-Za-z0-9_.:-]{1,128}$'" })
+        .describe("1-128 characters of letters, digits, '_', '.', ':' and '-'.");
 
 const metadataValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
@@ -61,7 +66,7 @@ export function chatRequestSchema(s: Settings) {
   return z
     .strictObject({
       message: text(s.MAX_MESSAGE_CHARS, 1).describe(`1 to ${s.MAX_MESSAGE_CHARS} characters of valid Unicode.`),
-      thread_id: threadId().optional().describe("Omit to start a thread; send to continue one you own."),
+      thread_id: threadId(s.runtime).optional().describe("Omit to start a thread; send to continue one you own."),
       metadata: metadata.optional(),
     })
     .meta({ title: "ChatRequest" });

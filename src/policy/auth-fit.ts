@@ -1,6 +1,7 @@
 /**
  * Startup checks (spec 5.8) of the API policy against the auth policy in force: per-user
  * credential modes need per-user principals, and token exchange needs its issuer settings.
+ * Under graph-server both credential modes are refused, and createApp stops there even under dev.
  */
 import type { AuthPolicy } from "../auth/policy.js";
 import type { Settings } from "../settings/parse.js";
@@ -9,6 +10,10 @@ import type { Policy } from "./document.js";
 export function authCompatibilityProblems(policy: Policy | undefined, settings: Settings, auth: AuthPolicy["name"]): string[] {
   const problems: string[] = [];
   for (const [name, api] of policy?.apis ?? []) {
+    // The graph server persists each run's configuration and context: a caller's credentials
+    // must never reach it, so the credential modes that carry them are refused there (spec 1).
+    if (settings.runtime === "graph-server" && (api.auth === "forward" || api.auth === "exchange"))
+      problems.push(`apis.${name}.auth ${api.auth} is refused under RUNTIME graph-server (the caller's credentials would be persisted)`);
     if (auth === "shared-bearer" && (api.auth === "forward" || api.auth === "exchange"))
       problems.push(`apis.${name}.auth ${api.auth} needs per-user credentials; shared-bearer has none`);
     if (auth === "jwt" && api.auth === "forward" && !api.forwardAudience)
@@ -19,3 +24,4 @@ export function authCompatibilityProblems(policy: Policy | undefined, settings: 
   }
   return problems;
 }
+

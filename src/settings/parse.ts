@@ -14,6 +14,8 @@ export interface Settings extends RawSettings {
   readonly tracingEnabled: boolean;
   /** Startup notes worth a log line (not errors). */
   readonly notes: readonly string[];
+  /** `RUNTIME`, else detected (see selectedRuntime). */
+  readonly runtime: "standalone" | "graph-server";
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -42,8 +44,6 @@ export function parseSettings(env: Env): Settings {
     add("JUDGE_USE_RESPONSES_API", "is only for an openai or openai-compatible judge");
   if (ok("JUDGE_PROVIDER", "MODEL_PROVIDER", "JUDGE_REASONING_EFFORT") && raw.JUDGE_REASONING_EFFORT !== undefined && !openaiLike(judgeProvider))
     add("JUDGE_REASONING_EFFORT", "is only for an openai or openai-compatible judge");
-  if (ok("RUNTIME") && raw.RUNTIME === "graph-server")
-    add("RUNTIME", "graph-server is not supported by this service; use standalone");
   if (ok("CHECKPOINTER", "SQLDB_DSN") && raw.CHECKPOINTER === "sql" && !raw.SQLDB_DSN)
     add("SQLDB_DSN", "is required when CHECKPOINTER is sql");
   // The DSN holds a password: a bad one is named, never shown.
@@ -78,7 +78,21 @@ export function parseSettings(env: Env): Settings {
     logFormat: raw.LOG_FORMAT ?? (dev ? "text" : "json"),
     tracingEnabled,
     notes,
+    runtime: raw.RUNTIME ?? selectedRuntime(env),
   });
+}
+
+/**
+ * The runtime (spec 1): RUNTIME when it names one, else graph-server inside the LangGraph Agent
+ * Server, which sets LANGGRAPH_API_URL (the JS `langgraphjs dev` server) or
+ * LANGSMITH_LANGGRAPH_API_VARIANT (the licensed server) for the process that loads the graph, or
+ * when GRAPHSERVER_URL names such a server; else standalone. Read from the record passed in, like
+ * every setting (the Node entry asks before createApp, to pick its server).
+ */
+export function selectedRuntime(env: Env): "standalone" | "graph-server" {
+  if (env.RUNTIME === "standalone" || env.RUNTIME === "graph-server") return env.RUNTIME;
+  const set = (key: string) => (env[key] ?? "") !== "";
+  return set("LANGGRAPH_API_URL") || set("LANGSMITH_LANGGRAPH_API_VARIANT") || set("GRAPHSERVER_URL") ? "graph-server" : "standalone";
 }
 
 const SSL_MODES = new Set(["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]);

@@ -15,7 +15,6 @@ import { decisionSchema, listApprovalsQuery, threadId } from "../schemas.js";
 import { createSseStream, SSE_HEADERS } from "../sse.js";
 import { parseOrThrow } from "../validation.js";
 
-const threadIdSchema = threadId();
 const ALL = 10_000;
 
 /** Roles a caller may decide with: a delegated principal's roles never decide or read across. */
@@ -24,6 +23,7 @@ const decides = (caller: Caller, a: ApprovalRecord) => decidingRoles(caller).som
 
 export function approvalRoutes({ store, runs, settings, requireAuth }: { store: Store; runs: Runs; settings: Settings; requireAuth: RequireAuth }) {
   const full = settings.TRACE_CAPTURE === "full";
+  const threadIdSchema = threadId(settings.runtime);
 
   const loadThread = async (id: string): Promise<ThreadRow> => {
     parseOrThrow(threadIdSchema, id, "path");

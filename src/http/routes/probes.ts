@@ -14,7 +14,7 @@ export function probeRoutes({ settings, store, metrics }: { settings: Settings; 
   const metricsToken = settings.METRICS_TOKEN ? secretMatcher(settings.METRICS_TOKEN) : undefined;
 
   return new Hono<HttpEnv>()
-    .get("/health", (c) => c.json({ status: "ok", runtime: settings.RUNTIME ?? "standalone", checkpointer: settings.CHECKPOINTER }))
+    .get("/health", (c) => c.json({ status: "ok", runtime: settings.runtime, checkpointer: settings.CHECKPOINTER }))
     .get("/ready", async (c) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("timeout")), READY_TIMEOUT_MS)));

@@ -3,17 +3,17 @@ import { Hono } from "hono";
 import { canReadThread, ownsThread } from "../../auth/caller.js";
 import { forbidden, notFound } from "../../problems.js";
 import { type Runs, THREAD_FOREIGN, threadBusy } from "../../runs/index.js";
+import type { Settings } from "../../settings/parse.js";
 import type { Store, ThreadRow } from "../../store/ports.js";
 import type { HttpEnv } from "../env.js";
 import type { RequireAuth } from "../middleware/auth.js";
 import { listThreadsQuery, threadId } from "../schemas.js";
 import { parseOrThrow } from "../validation.js";
 
-const threadIdSchema = threadId();
-
 const publicRow = ({ thread_id, owner, created_at, updated_at }: ThreadRow) => ({ thread_id, owner, created_at, updated_at });
 
-export function threadRoutes({ store, runs, requireAuth }: { store: Store; runs: Runs; requireAuth: RequireAuth }) {
+export function threadRoutes({ store, runs, requireAuth, runtime }: { store: Store; runs: Runs; requireAuth: RequireAuth; runtime: Settings["runtime"] }) {
+  const threadIdSchema = threadId(runtime);
   const load = async (id: string): Promise<ThreadRow> => {
     parseOrThrow(threadIdSchema, id, "path");
     const row = await store.getThread(id);
