@@ -11,7 +11,15 @@ export default defineConfig([
       bun: "src/runtime/bun.ts",
       deno: "src/runtime/deno.ts",
       agentcli: "src/cli/agentcli.ts",
+      // RUNTIME=graph-server: what langgraph.json names, and the start the Node entry loads lazily.
+      "graph-server/graph": "src/runtime/graph-server/graph.ts",
+      "graph-server/auth": "src/runtime/graph-server/auth.ts",
+      "graph-server/app": "src/runtime/graph-server/app.ts",
+      "graph-server/start": "src/runtime/graph-server/start.ts",
     },
+    // The LangGraph packages are optional (dev and peer dependencies): never bundled, so the
+    // graph, the auth handler and the server share the one copy the server itself loads.
+    external: [/^@langchain\//],
     removeNodeProtocol: false,
     format: ["esm"],
     platform: "node",

@@ -9,6 +9,7 @@ import { serve } from "@hono/node-server";
 import { nodeOutboundFetch } from "./outbound.js";
 import { type Listen, runEntry } from "./process-entry.js";
 import { nodeTraceExport } from "./tracing.js";
+import { selectedRuntime } from "../settings/parse.js";
 
 const listen: Listen = ({ fetch, hostname, port }) =>
   new Promise((resolve, reject) => {
@@ -25,4 +26,6 @@ await runEntry({
     fetch: nodeOutboundFetch(),
     traceExport: nodeTraceExport,
   },
+  // RUNTIME=graph-server (or detected): the LangGraph.js Agent Server serves, loaded only then.
+  select: async (env) => (selectedRuntime(env) === "graph-server" ? (await import("./graph-server/start.js")).graphServerEntry() : undefined),
 });

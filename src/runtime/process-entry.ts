@@ -41,6 +41,11 @@ export interface EntryOptions {
   /** What this runtime adds to createApp (its outbound fetch, trace export). */
   readonly app?: Omit<CreateAppOptions, "env" | "readText" | "playgroundKey" | "logWrite" | "tools" | "authPolicy">;
   readonly argv?: readonly string[];
+  /**
+   * Called with the environment before the app is made: a runtime it selects (RUNTIME=graph-server)
+   * brings its own server and adds to createApp; undefined keeps `listen` and `app`.
+   */
+  readonly select?: (env: Readonly<Record<string, string | undefined>>) => Promise<Pick<EntryOptions, "listen" | "app"> | undefined>;
 }
 
 const DEV_DEFAULTS = { APP_ENV: "dev", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", CHECKPOINTER: "memory" };
@@ -62,8 +67,11 @@ export async function runEntry(options: EntryOptions): Promise<void> {
   }
   const authPolicy = env.AUTH_CUSTOM_MODULE ? await loadAuthPolicy(env.AUTH_CUSTOM_MODULE) : undefined;
   const tools = env.TOOLS_MODULE ? await loadTools(env.TOOLS_MODULE) : undefined;
+  const selected = await options.select?.(env);
+  const listen = selected?.listen ?? options.listen;
   const app = await startApp({
     ...options.app,
+    ...selected?.app,
     ...(authPolicy ? { authPolicy } : {}),
     ...(tools ? { tools } : {}),
     env,
@@ -77,7 +85,7 @@ export async function runEntry(options: EntryOptions): Promise<void> {
   const log = createLogger({ level: app.settings.LOG_LEVEL, format: app.settings.logFormat, write: out, name: "runtime" });
   let server: Listening;
   try {
-    server = await options.listen({ fetch: app.fetch, hostname, port });
+    server = await listen({ fetch: app.fetch, hostname, port });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const reason = code === "EADDRINUSE" ? "is in use" : code === "EACCES" ? "needs privileges this process lacks" : `cannot be listened on (${typeof code === "string" ? code : "error"})`;
