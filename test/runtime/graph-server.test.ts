@@ -14,6 +14,8 @@ import type { CustomAuthPolicy } from "../../src/auth/custom.js";
 import { AuthError } from "../../src/auth/custom.js";
 import { defineTool } from "../../src/index.js";
 import { answerText, parseSse, type SseEvent, waitFor } from "../helpers.js";
+import postgres from "postgres";
+import { dropSchemas, newSchemaName, TEST_DSN } from "../support/postgres.js";
 import { recordingUpstream } from "../support/upstream.js";
 
 // The server's own log lines (winston, read at import): errors only.
@@ -341,5 +343,34 @@ describe("RUNTIME, and what graph-server refuses at startup", () => {
     const forward = "apis:\n  crm:\n    base_url_env: CRM_URL\n    auth: forward\n    allowed_methods: [GET]\n";
     const { composeHost } = await import("../../src/runtime/graph-server/host.js");
     await expect(composeHost({ env: { ...env, APP_ENV: "dev", AUTH_POLICY: "custom", CRM_URL: "https://crm.example" }, authPolicy, policyText: forward, logWrite: () => {} })).rejects.toThrow(/RUNTIME graph-server/);
+  });
+});
+
+describe("DATABASE_URI: our tables in the server's PostgreSQL, under a schema of their own", () => {
+  const schema = newSchemaName("gs");
+  let server: Awaited<ReturnType<typeof import("../../src/runtime/graph-server/start.js").startGraphServer>> | undefined;
+  const dir = mkdtempSync(join(tmpdir(), "graph-server-pg-"));
+  afterAll(async () => {
+    await server?.close();
+    await dropSchemas([schema]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("keeps run records and approvals there (the local PostgreSQL at 127.0.0.1:5432)", async () => {
+    const { startGraphServer } = (await import(pathToFileURL(join(DIST, "graph-server", "start.js")).href)) as typeof import("../../src/runtime/graph-server/start.js");
+    server = await startGraphServer({ ...options(), env: { ...ENV(), DATABASE_URI: TEST_DSN }, schema, dataDir: dir });
+    const res = await fetch(`${server.url}/chat`, { method: "POST", headers: { authorization: "Bearer token-alice", "content-type": "application/json" }, body: JSON.stringify({ message: '/call create_order {"item":"pen"}' }) });
+    const end = (await events(res)).at(-1)!.data;
+    expect(end.status).toBe("awaiting_approval");
+    const sql = postgres(TEST_DSN, { max: 1, onnotice: () => {} });
+    try {
+      const [approvals] = await sql.unsafe(`SELECT count(*)::int AS n FROM "${schema}".approvals WHERE thread_id = $1`, [end.thread_id as string]);
+      const [runs] = await sql.unsafe(`SELECT count(*)::int AS n FROM "${schema}".runs WHERE thread_id = $1`, [end.thread_id as string]);
+      expect(approvals!.n).toBe(1);
+      expect(runs!.n).toBe(1);
+    } finally {
+      await sql.end();
+    }
+    expect((await fetch(`${server.url}/ready`)).status).toBe(200);
   });
 });
