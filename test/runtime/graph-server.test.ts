@@ -218,6 +218,9 @@ describe("the graph server's native API behind our auth policy", () => {
     expect((await rt.fetch("/threads/search", { body: {}, as: "", headers: { "x-auth-scheme": "langsmith" } })).status).toBe(401);
     expect((await rt.fetch(`/threads/${threadId}`, { as: "bob", headers: { "x-auth-scheme": "langsmith" } })).status).toBe(404);
     expect((await rt.fetch("/chat", { body: { message: "x" }, as: "" })).status).toBe(401);
+    // CORS_ALLOWED_ORIGINS (none by default) holds for the native API too.
+    const cross = await rt.fetch("/threads/search", { body: {}, headers: { origin: "https://elsewhere.example" } });
+    expect(cross.headers.get("access-control-allow-origin")).toBeNull();
   });
 
   it("answers only the caller's threads; another principal gets 404 or 403", async () => {

@@ -75,8 +75,13 @@ export interface ServedGraphServer {
 export async function serveGraphServer(host: GraphServerHost, options: { hostname: string; port: number; dataDir: string; workers?: number }): Promise<ServedGraphServer> {
   mkdirSync(options.dataDir, { recursive: true });
   publishHost(Promise.resolve(host));
+  const config = serverConfig();
+  // The server answers every origin unless told otherwise: it follows CORS_ALLOWED_ORIGINS too.
+  const origins = host.parts.settings.CORS_ALLOWED_ORIGINS;
+  const cors = origins.includes("*") ? undefined : { allow_origins: [...origins] };
   const { host: address, cleanup } = await startServer({
-    ...serverConfig(),
+    ...config,
+    http: { ...config.http!, ...(cors ? { cors } : {}) },
     host: options.hostname,
     port: options.port,
     nWorkers: options.workers ?? 2,
