@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type StartServerOptions, startServer } from "@langchain/langgraph-api/server";
+import type { StartServerOptions } from "@langchain/langgraph-api/server";
 import type { App, CreateAppOptions } from "../../app.js";
 import { clearHost, composeHost, type GraphServerHost, graphServerParts, publishHost } from "./host.js";
 
@@ -55,6 +55,20 @@ export function serverConfig(): Pick<StartServerOptions, "graphs" | "auth" | "ht
   };
 }
 
+/** Our LOG_LEVEL names as the server's logger (winston) spells them. */
+const SERVER_LEVELS: Record<string, string> = { DEBUG: "debug", INFO: "info", WARNING: "warn", ERROR: "error", CRITICAL: "error" };
+
+/**
+ * The server's logger reads LOG_LEVEL from the process environment once, when its module loads,
+ * and takes only its own level names (unset: debug, a line per request). It is loaded here,
+ * after our LOG_LEVEL is put in its spelling, unless the environment already holds one of its.
+ */
+async function loadServer(level: string): Promise<typeof import("@langchain/langgraph-api/server")> {
+  const given = process.env.LOG_LEVEL;
+  if (!given || !Object.values(SERVER_LEVELS).includes(given)) process.env.LOG_LEVEL = SERVER_LEVELS[level] ?? "info";
+  return import("@langchain/langgraph-api/server");
+}
+
 export function defaultDataDir(): string {
   return process.env.GRAPHSERVER_DATA_DIR || join(tmpdir(), "agent-service-graph-server");
 }
@@ -79,6 +93,7 @@ export async function serveGraphServer(host: GraphServerHost, options: { hostnam
   // The server answers every origin unless told otherwise: it follows CORS_ALLOWED_ORIGINS too.
   const origins = host.parts.settings.CORS_ALLOWED_ORIGINS;
   const cors = origins.includes("*") ? undefined : { allow_origins: [...origins] };
+  const { startServer } = await loadServer(host.parts.settings.LOG_LEVEL);
   const { host: address, cleanup } = await startServer({
     ...config,
     http: { ...config.http!, ...(cors ? { cors } : {}) },
