@@ -45,31 +45,22 @@ export default defineConfig([
     mainFields: ["module", "main"],
     esbuildOptions(options) {
       options.conditions = ["workerd", "worker", "browser", "import", "default"];
-      // workerd's own modules (the Durable Object base class) are the runtime's, never bundled.
-      options.external = [...(options.external ?? []), "cloudflare:*"];
+      // workerd's own modules (the Durable Object base class, sockets) are the runtime's, never
+      // bundled; so are the Node modules nodejs_compat provides that PostgreSQL on workerd uses
+      // (the postgres package's workerd build, and AsyncLocalStorage: src/runtime/workerd/postgres.ts).
+      options.external = [...(options.external ?? []), "cloudflare:*", "node:async_hooks", "node:buffer", "node:events", "node:stream"];
     },
-    // CHECKPOINTER=sql needs a TCP socket and the postgres package: on workerd that adapter is
-    // replaced by a stub that says so, so nothing Node-only enters the worker.
     esbuildPlugins: [
-      {
-        name: "no-postgres-in-worker",
-        setup(build) {
-          build.onResolve({ filter: /store\/postgres\/index\.js$/ }, () => ({ path: "postgres-stub", namespace: "stub" }));
-          build.onLoad({ filter: /.*/, namespace: "stub" }, () => ({
-            contents: "export async function openPostgres() { throw new Error('CHECKPOINTER=sql is not available in the worker build'); }",
-            loader: "js",
-          }));
-        },
-      },
       {
         // The Anthropic SDK's main entry also carries local agent tools (shell, files) that import
         // Node modules at the top; the model client never reaches them. On workerd those imports
         // become a stub that fails only if something ever calls into it.
         name: "node-builtins-stubbed-in-worker",
         setup(build) {
-          // Only for dependencies: a Node import in our own src still fails this build.
+          // Only for dependencies: a Node import in our own src still fails this build. The
+          // postgres package's workerd build keeps its imports (external above, nodejs_compat).
           build.onResolve({ filter: /^(node:)?(child_process|fs|fs\/promises|os|path|stream|util|readline|events|worker_threads|crypto)$/ }, (args) =>
-            args.importer.includes("/node_modules/") ? { path: args.path, namespace: "node-stub" } : undefined,
+            args.importer.includes("/node_modules/") && !args.importer.includes("/node_modules/postgres/") ? { path: args.path, namespace: "node-stub" } : undefined,
           );
           build.onLoad({ filter: /.*/, namespace: "node-stub" }, (args) => ({
             contents: `const fail = () => { throw new Error(${JSON.stringify(`${args.path} is not available on workerd`)}); };

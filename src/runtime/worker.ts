@@ -1,10 +1,11 @@
 /**
  * The workerd module worker: one app per isolate, built from the bindings (read as the
  * environment) on the first request or cron event. State lives in the Durable Objects the worker
- * exports (src/runtime/workerd/storage.ts): the store object's SQLite and a lease object per
- * thread, shared by every isolate. The background jobs run from the cron trigger (`scheduled`),
- * not on timers. With TRACING_ENABLED, each response hands the flush of its spans to
- * `ctx.waitUntil` once streamed.
+ * exports (the store object's SQLite and a lease object per thread, shared by every isolate), or
+ * in PostgreSQL through a Hyperdrive binding, each request on connections of its own
+ * (src/runtime/workerd/storage.ts). The background jobs run from the cron trigger (`scheduled`),
+ * not on timers. Each response, once streamed, hands `ctx.waitUntil` the work its runs left going
+ * and, with TRACING_ENABLED, the flush of its spans.
  *
  * The default export serves the default agent. A deployment with tools of its own writes an entry
  * of two lines, `export default createWorker({ tools })` and the re-export of the two Durable
@@ -14,7 +15,7 @@ import { createApp, type App, type CreateAppOptions } from "../app.js";
 import { isAppError, type SettingsError } from "../errors.js";
 import { flushAfterResponse, workerTraceExport } from "./worker-tracing.js";
 import { runScheduled } from "./workerd/scheduled.js";
-import { workerStorage } from "./workerd/storage.js";
+import { type WorkerStorage, workerStorage } from "./workerd/storage.js";
 
 export { ThreadLeaseObject } from "./workerd/lease-object.js";
 export { AgentStoreObject } from "./workerd/store-object.js";
@@ -40,11 +41,14 @@ function hasWaitUntil(ctx: unknown): ctx is { waitUntil(promise: Promise<unknown
 
 export function createWorker(options: WorkerOptions = {}): ModuleWorker {
   let app: Promise<App> | undefined;
+  let scoped: WorkerStorage["scoped"] = (work) => work();
 
   const appFor = (env: Record<string, unknown>): Promise<App> => {
     if (!app) {
-      const vars: Record<string, string> = {};
-      for (const [k, v] of Object.entries(env)) if (typeof v === "string") vars[k] = v;
+      const given: Record<string, string> = {};
+      for (const [k, v] of Object.entries(env)) if (typeof v === "string") given[k] = v;
+      const { vars, ...storage } = workerStorage(env, given);
+      scoped = storage.scoped;
       // No files on workerd: a response schema or an API policy come as text bindings.
       const schema = vars.RESPONSE_SCHEMA ? (JSON.parse(vars.RESPONSE_SCHEMA) as Record<string, unknown>) : undefined;
       // HOST/PORT do not say where a worker is reached: without APP_URL the A2A card names the
@@ -52,7 +56,7 @@ export function createWorker(options: WorkerOptions = {}): ModuleWorker {
       app = createApp({
         ...options,
         env: vars,
-        ...workerStorage(env, vars),
+        ...(storage.store && storage.lease ? { store: storage.store, lease: storage.lease } : {}),
         intervalJobs: false,
         cardFollowsRequest: true,
         traceExport: workerTraceExport,
@@ -71,13 +75,23 @@ export function createWorker(options: WorkerOptions = {}): ModuleWorker {
       } catch (error) {
         return settingsFailure(error);
       }
-      const response = await ready.fetch(request, env, ctx);
-      return ready.traces.enabled && hasWaitUntil(ctx) ? flushAfterResponse(response, ctx, ready.traces) : response;
+      const response = await scoped(() => ready.fetch(request, env, ctx));
+      if (!hasWaitUntil(ctx)) return response;
+      // Once the response has been streamed: what the request's runs left going (their follow-ups
+      // would be cut with the request's I/O), then the spans.
+      const after = {
+        async flush() {
+          await ready.settled();
+          if (ready.traces.enabled) await ready.traces.flush();
+        },
+      };
+      return flushAfterResponse(response, ctx, after);
     },
 
     /** The cron trigger: the background jobs due at this firing. Bad settings fail the event (the dashboard shows it). */
     async scheduled(controller, env) {
-      await runScheduled(await appFor(env), controller.scheduledTime);
+      const ready = await appFor(env);
+      await scoped(() => runScheduled(ready, controller.scheduledTime));
     },
   };
 }

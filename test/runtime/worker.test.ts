@@ -1,7 +1,8 @@
 /**
  * The built module worker (dist/worker.js, from src/runtime/worker.ts) running in workerd via
- * Miniflare: no nodejs_compat, bindings read as the environment, the Durable Objects of
- * wrangler.toml for threads and the thread lease. `npm test` builds dist first.
+ * Miniflare with wrangler.toml's flags (nodejs_compat, which only PostgreSQL on workerd uses),
+ * bindings read as the environment, the Durable Objects of wrangler.toml for threads and the
+ * thread lease. `npm test` builds dist first.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,7 +10,7 @@ import { join } from "node:path";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { answerText, parseSse, readRest, readUntil } from "../helpers.js";
-import { COMPATIBILITY_DATE, DURABLE_OBJECTS, startWorkerd } from "../support/workerd.js";
+import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS, DURABLE_OBJECTS, startWorkerd } from "../support/workerd.js";
 
 const KEY = "k";
 const FAKE = { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake" };
@@ -159,6 +160,7 @@ describe("workerd: state in the Durable Objects, shared by isolates", () => {
     scriptPath: "dist/worker.js",
     modulesRoot: "dist",
     compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: COMPATIBILITY_FLAGS,
     bindings: FAKE,
     durableObjects: objects,
   });
@@ -166,7 +168,7 @@ describe("workerd: state in the Durable Objects, shared by isolates", () => {
   beforeAll(async () => {
     // Two workers are two isolates; the second binds the first one's Durable Object classes.
     const borrowed = Object.fromEntries(Object.entries(DURABLE_OBJECTS).map(([binding, o]) => [binding, { ...o, scriptName: "a" }]));
-    two = new Miniflare({ workers: [worker("a", DURABLE_OBJECTS), worker("b", borrowed)], handleRuntimeStdio: (out) => void out.resume() });
+    two = new Miniflare({ workers: [worker("a", DURABLE_OBJECTS), worker("b", borrowed)], handleRuntimeStdio: (out: NodeJS.ReadableStream) => void out.resume() });
     await two.ready;
   });
   afterAll(async () => {

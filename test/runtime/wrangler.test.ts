@@ -1,8 +1,8 @@
 /**
  * wrangler.toml against the built worker: `wrangler deploy --dry-run` bundles nothing (no_bundle),
  * logs in nowhere and passes; the Durable Object classes it binds are exports of dist/worker.js,
- * created by a SQLite migration; the cron trigger is there; the compatibility date is the one
- * the tests run workerd with. `npm test` builds dist first.
+ * created by a SQLite migration; the cron trigger is there; the compatibility date and flags are
+ * the ones the tests run workerd with. `npm test` builds dist first.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { expect, it } from "vitest";
-import { COMPATIBILITY_DATE, DURABLE_OBJECTS } from "../support/workerd.js";
+import { COMPATIBILITY_DATE, COMPATIBILITY_FLAGS, DURABLE_OBJECTS } from "../support/workerd.js";
 
 const toml = readFileSync("wrangler.toml", "utf8");
 
@@ -25,7 +25,7 @@ it("wrangler deploy --dry-run passes and lists the Durable Object bindings", asy
   expect(readFileSync(join(outdir, "worker.js"), "utf8")).toMatch(/export\s*\{[^}]*AgentStoreObject[^}]*\}/);
 }, 90_000);
 
-it("binds the classes dist/worker.js exports, made by a new_sqlite_classes migration, with a cron trigger and the tests' compatibility date", () => {
+it("binds the classes dist/worker.js exports, made by a new_sqlite_classes migration, with a cron trigger and the tests' compatibility date and flags", () => {
   // dist/worker.js imports cloudflare:workers, which Node cannot load: its last statement lists the exports.
   const exported = /export\s*\{([^}]*)\}\s*;?\s*(\/\/.*)?\s*$/.exec(readFileSync("dist/worker.js", "utf8"))?.[1] ?? "";
   for (const { className } of Object.values(DURABLE_OBJECTS)) {
@@ -35,4 +35,5 @@ it("binds the classes dist/worker.js exports, made by a new_sqlite_classes migra
   }
   expect(toml).toMatch(/^\[triggers\]\ncrons = \["\* \* \* \* \*"\]/m);
   expect(toml).toContain(`compatibility_date = "${COMPATIBILITY_DATE}"`);
+  expect(toml).toContain(`compatibility_flags = ${JSON.stringify(COMPATIBILITY_FLAGS)}`);
 });

@@ -79,3 +79,25 @@ export function scratchDatabase(dsn = TEST_DSN) {
     },
   };
 }
+
+/**
+ * A database of its own on the TEST_DSN server (`<prefix>_<pid>_<random>`), for a client that
+ * cannot be given a schema: Miniflare hands a worker its own connection string for a Hyperdrive
+ * binding, without the query, so no `search_path` gets through. Made now; `drop()` removes it
+ * with whatever is still connected.
+ */
+export async function freshDatabase(prefix: string): Promise<{ readonly dsn: URL; drop(): Promise<void> }> {
+  const name = newSchemaName(prefix);
+  const admin = async (statement: string) => {
+    const sql = postgres(TEST_DSN, { max: 1, onnotice: () => {} });
+    try {
+      await sql.unsafe(statement);
+    } finally {
+      await sql.end();
+    }
+  };
+  await admin(`CREATE DATABASE "${name}"`);
+  const dsn = new URL(TEST_DSN);
+  dsn.pathname = `/${name}`;
+  return { dsn, drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+}

@@ -14,6 +14,8 @@ import tsupConfig from "../../tsup.config.js";
 
 /** Keep in step with wrangler.toml (and the installed workerd). */
 export const COMPATIBILITY_DATE = "2026-04-01";
+/** wrangler.toml's flags: nodejs_compat for PostgreSQL on workerd (src/runtime/workerd/postgres.ts). */
+export const COMPATIBILITY_FLAGS = ["nodejs_compat"];
 
 /** The Durable Object bindings of wrangler.toml, for a worker whose script exports the classes. */
 export const DURABLE_OBJECTS = {
@@ -57,7 +59,7 @@ export async function startWorkerd(scriptPath: string, options: Partial<Miniflar
     scriptPath,
     modulesRoot: dirname(scriptPath),
     compatibilityDate: COMPATIBILITY_DATE,
-    compatibilityFlags: [],
+    compatibilityFlags: COMPATIBILITY_FLAGS,
     durableObjects: DURABLE_OBJECTS,
     handleRuntimeStdio(stdout: NodeJS.ReadableStream, stderr: NodeJS.ReadableStream) {
       stdout.resume();
@@ -67,6 +69,13 @@ export async function startWorkerd(scriptPath: string, options: Partial<Miniflar
   } as MiniflareOptions);
   await mf.ready;
   return mf;
+}
+
+/** Miniflare's option for a Hyperdrive binding HYPERDRIVE to `dsn` (it wants a password in the string; a server that trusts ignores it). */
+export function hyperdriveTo(dsn: URL): Partial<MiniflareOptions> {
+  const withPassword = new URL(dsn);
+  withPassword.password ||= "unused";
+  return { hyperdrives: { HYPERDRIVE: withPassword.toString() } } as Partial<MiniflareOptions>;
 }
 
 export async function startHarness(): Promise<Miniflare> {

@@ -10,14 +10,10 @@ import { dueJobs } from "../../jobs.js";
 
 export const CRON_PERIOD_MS = 60_000;
 
-/** How often the event checks whether the runs it resumed have ended. */
-const IDLE_POLL_MS = 250;
-
 export async function runScheduled(app: App, scheduledTime: number): Promise<void> {
   for (const job of dueJobs(app.jobs, scheduledTime, CRON_PERIOD_MS)) await job.run();
   // The sweep resumes decided runs and returns once they started; they belong to this event, which
   // workerd ends (cutting them off) once the handler settles. Each run ends within RUN_TIMEOUT_S.
-  const deadline = Date.now() + (app.settings.RUN_TIMEOUT_S + 30) * 1000;
-  while (app.activeRuns > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
+  await app.settled();
   if (app.traces.enabled) await app.traces.flush();
 }

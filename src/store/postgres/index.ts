@@ -1,11 +1,13 @@
 /// <reference types="node" />
 /**
- * The Postgres adapters, loaded lazily by createApp when CHECKPOINTER=sql (Node only; the
- * worker build swaps this module for a stub).
+ * The Postgres adapters, loaded lazily by createApp when CHECKPOINTER=sql: openPostgres keeps one
+ * pool for the process (Node, Bun, Deno). The workerd entry builds the same adapters over a pool
+ * per request instead (src/runtime/workerd/postgres.ts: workerd lets no request use another's
+ * sockets), with postgresAdapters.
  */
 import type { Logger } from "../../observability/logger.js";
 import type { Store, ThreadLease } from "../ports.js";
-import { connect, migrate, warm } from "./connect.js";
+import { connect, migrate, type Sql, warm } from "./connect.js";
 import { createGuard, type Guard } from "./health.js";
 import { createPostgresLease, markLostRuns } from "./lease.js";
 import { createPostgresStore } from "./store.js";
@@ -39,8 +41,13 @@ export async function openPostgres(options: {
     });
   // Down at startup: the guard has logged it once; requests answer 503 until it answers.
   await guard(() => warm(sql, Math.min(options.min, options.max))).catch(() => {});
+  return postgresAdapters(sql, guard, options.logger);
+}
+
+/** The store and the lease over one pool, every query through `guard` (health, and the schema made first). */
+export function postgresAdapters(sql: Sql, guard: Guard, logger: Logger): PostgresAdapters {
   return {
-    store: { ...createPostgresStore(sql, guard, options.logger), markLostRuns: (graceMs: number) => markLostRuns(sql, guard, graceMs) },
+    store: { ...createPostgresStore(sql, guard, logger), markLostRuns: (graceMs: number) => markLostRuns(sql, guard, graceMs) },
     lease: createPostgresLease(sql, guard),
   };
 }
