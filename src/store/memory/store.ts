@@ -1,6 +1,7 @@
 /** In-process Store: the default adapter and the reference the contract suite holds others to. */
 import type { ListTasksQuery, TaskRecord } from "../records/task.js";
 import type { ApprovalRecord, ListApprovalsQuery } from "../records/approval.js";
+import { withDecision } from "../records/decision.js";
 import { LeaseLost } from "../../errors.js";
 import { hasNul, withoutNul } from "../../json.js";
 import type { ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
@@ -171,16 +172,7 @@ export function createMemoryStore(): Store {
     async decideApproval(approvalId, d) {
       const a = approvals.get(approvalId);
       if (!a || a.status !== "pending") return null;
-      const next: ApprovalRecord = {
-        ...a,
-        status: d.status,
-        decided_by: d.decided_by,
-        decided_via: d.decided_via,
-        decided_at: d.decided_at,
-        comment: d.comment,
-        ...(d.dropCall ? { query: null, body: null } : {}),
-        ...(d.relay ? { nested: d.relay.nested, effect: d.relay.effect } : {}),
-      };
+      const next = withDecision(a, d);
       approvals.set(approvalId, next);
       return next;
     },
