@@ -10,7 +10,7 @@ import { ATTR } from "../observability/trace-attributes.js";
 import type { TraceSpan } from "../observability/tracing.js";
 import type { Message, ToolCall } from "../store/ports.js";
 import type { RunEvent, Usage } from "./events.js";
-import { MAX_ARGUMENT_RETRIES, type Model, type ModelRequest, type ToolSpec } from "./model.js";
+import { MAX_ARGUMENT_RETRIES, type Model, type ToolSpec } from "./model.js";
 import { type AnswerChecker, FINAL_ANSWER_TOOL, MAX_STRUCTURED_TRIES, type ResponseSchema, STRUCTURED_RETRY_PREFIX } from "./structured.js";
 import { type ParsedCall, parseArguments, runToolCalls, type ToolRunOptions } from "./tool-calls.js";
 
@@ -94,11 +94,15 @@ export async function runLoop(options: LoopOptions): Promise<LoopResult> {
   }
 }
 
-/** A turn as GenAI output message parts (for the model span under TRACE_CAPTURE=full). */
-function outputParts({ text, calls }: ModelTurn): Record<string, JsonValue>[] {
-  const parts: Record<string, JsonValue>[] = text ? [{ type: "text", content: text }] : [];
-  for (const c of calls) parts.push({ type: "tool_call", id: c.id, name: c.name, arguments: c.arguments });
-  return parts;
+/** The model span's end: token usage, finish reason and, under TRACE_CAPTURE=full, the turn as GenAI output message parts. */
+function endModelSpan(span: TraceSpan, full: boolean, model: string, turn: ModelTurn, inputTokens: number, outputTokens: number): void {
+  span.usage(inputTokens, outputTokens).set(ATTR.responseModel, model).set(ATTR.finishReasons, [turn.calls.length > 0 ? "tool_call" : "stop"]);
+  if (full) {
+    const parts: Record<string, JsonValue>[] = turn.text ? [{ type: "text", content: turn.text }] : [];
+    for (const c of turn.calls) parts.push({ type: "tool_call", id: c.id, name: c.name, arguments: c.arguments });
+    span.content(ATTR.outputMessages, [{ role: "assistant", parts }]);
+  }
+  span.end();
 }
 
 /** What one model turn said: its words and the tool calls it made. */
@@ -139,45 +143,38 @@ export class Loop {
     return { paused };
   }
 
-  /** One model call: `chat <model>` under the run's span while tracing is on. */
+  /**
+   * One model call: `chat <model>` under the run's span while tracing is on. One async function
+   * either way, so a run without tracing pays no extra promise per turn.
+   */
   async modelTurn(): Promise<ModelTurn> {
-    const { model, system, messages, trace } = this.options;
-    const { scratch, responseSchema } = this;
-    const request = { system, messages: scratch.length > 0 ? [...messages, ...scratch] : messages, tools: this.specs, signal: this.options.signal, ...(responseSchema ? { responseSchema } : {}) };
-    if (!trace) return this.streamTurn(request, undefined);
-    // The prompt is content: the facade keeps it only under TRACE_CAPTURE=full.
-    const span = trace.tracing.modelSpan(model.name, trace.run, model.provider, system, request.messages);
-    try {
-      const turn = await this.streamTurn(request, span);
-      span.set(ATTR.responseModel, model.name).set(ATTR.finishReasons, [turn.calls.length > 0 ? "tool_call" : "stop"]);
-      if (trace.tracing.capture === "full") span.content(ATTR.outputMessages, [{ role: "assistant", parts: outputParts(turn) }]);
-      return turn;
-    } catch (error) {
-      span.fail(this.options.signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error", error instanceof Error ? error.message : undefined);
-      throw error;
-    } finally {
-      span.end();
-    }
-  }
-
-  private async streamTurn(request: ModelRequest, span: TraceSpan | undefined): Promise<ModelTurn> {
-    const { model, signal, emit, structured } = this.options;
+    const { model, system, signal, messages, emit, structured, trace } = this.options;
+    const { scratch, responseSchema, usage } = this;
     let text = "";
     const calls: { id: string; name: string; arguments: string }[] = [];
-    const before = span && { input: this.usage.input_tokens, output: this.usage.output_tokens };
-    for await (const event of model.stream(request)) {
-      if (event.type === "text") {
-        text += event.text;
-        // With a response schema only the checked answer is streamed.
-        if (!structured) emit({ type: "message.delta", text: event.text });
-      } else if (event.type === "tool_call") calls.push(event);
-      else {
-        this.usage.input_tokens += event.input_tokens;
-        this.usage.output_tokens += event.output_tokens;
+    const request = { system, messages: scratch.length > 0 ? [...messages, ...scratch] : messages, tools: this.specs, signal, ...(responseSchema ? { responseSchema } : {}) };
+    // The prompt is content: the facade keeps it only under TRACE_CAPTURE=full.
+    const span = trace?.tracing.modelSpan(model.name, trace.run, model.provider, system, request.messages);
+    const inputBefore = usage.input_tokens;
+    const outputBefore = usage.output_tokens;
+    try {
+      for await (const event of model.stream(request)) {
+        if (event.type === "text") {
+          text += event.text;
+          // With a response schema only the checked answer is streamed.
+          if (!structured) emit({ type: "message.delta", text: event.text });
+        } else if (event.type === "tool_call") calls.push(event);
+        else {
+          usage.input_tokens += event.input_tokens;
+          usage.output_tokens += event.output_tokens;
+        }
       }
+      signal.throwIfAborted();
+    } catch (error) {
+      span?.fail(signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error", error instanceof Error ? error.message : undefined).end();
+      throw error;
     }
-    if (span && before) span.usage(this.usage.input_tokens - before.input, this.usage.output_tokens - before.output);
-    signal.throwIfAborted();
+    if (span) endModelSpan(span, trace!.tracing.capture === "full", model.name, { text, calls }, usage.input_tokens - inputBefore, usage.output_tokens - outputBefore);
     return { text, calls };
   }
 

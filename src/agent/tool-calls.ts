@@ -93,9 +93,12 @@ export function runToolCalls(options: ToolRunOptions, calls: readonly ParsedCall
  * One call, as `execute_tool <tool>` under the run's span while tracing is on: its arguments and
  * result are content (exported only under TRACE_CAPTURE=full), a failure its error type.
  */
-async function runTool(options: ToolRunOptions, id: string, name: string, args: Record<string, JsonValue>, reason: string): Promise<ToolResult> {
+function runTool(options: ToolRunOptions, id: string, name: string, args: Record<string, JsonValue>, reason: string): Promise<ToolResult> {
   const { trace } = options;
-  if (!trace) return runOne(options, id, name, args, reason, undefined);
+  return trace ? tracedTool(trace, options, id, name, args, reason) : runOne(options, id, name, args, reason, undefined);
+}
+
+async function tracedTool(trace: RunSpans, options: ToolRunOptions, id: string, name: string, args: Record<string, JsonValue>, reason: string): Promise<ToolResult> {
   const span = trace.tracing.toolSpan(name, trace.run, id, args);
   try {
     const result = await runOne(options, id, name, args, reason, span);
