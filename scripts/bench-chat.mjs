@@ -17,6 +17,14 @@
 // the other, plus its start time and RSS, in one table with a column per runtime
 // (scripts/lib/bench-runtimes.mjs).
 //
+// --tracing [--rounds 3] replaces all of the above with: the service's chat throughput (same
+// autocannon settings) with tracing off and with tracing on (TRACING_ENABLED=true, the Node
+// entry's trace export: the SDK's batch processor and OTLP/HTTP protobuf exporter, default OTEL_BSP_*
+// settings, to a loopback sink in a worker thread that answers 200 and discards), in turn in the
+// same run (off first in odd rounds, on first in even ones); the median ratio on/off counts
+// (target >= 0.85), with this process's CPU time per chat, what the sink received and the
+// spans the export dropped (agent_trace_spans_dropped_total) beside it.
+//
 // --sql [--dsn postgres://postgres@127.0.0.1:5432/test] replaces all of the above with: the
 // service's chat throughput (same autocannon settings) with the memory store and with
 // CHECKPOINTER=sql on a schema of its own (dropped afterwards), chat turns/s of both and their
@@ -34,6 +42,7 @@ import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
 import { benchRuntimes, parseRuntimes } from "./lib/bench-runtimes.mjs";
+import { startOtlpSink } from "./lib/otlp-sink.mjs";
 import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, logTable, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
@@ -45,9 +54,10 @@ function options(argv) {
     usage:
       "usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n" +
       "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200] [--rounds 3]]\n" +
-      "       [--runtime node,bun,deno|all]\n",
+      "       [--runtime node,bun,deno|all]\n" +
+      "       [--tracing [--rounds 3]]\n",
     numbers: { seconds: 10, connections: 50, warmup: 1, samples: 200, "sample-concurrency": 20, streams: 10_000, turns: 200, rounds: 3 },
-    switches: ["skip-idle", "sql"],
+    switches: ["skip-idle", "sql", "tracing"],
     strings: { dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test", runtime: "" },
   });
   opts.runtimes = opts.runtime ? parseRuntimes(opts.runtime, "usage: node scripts/bench-chat.mjs --runtime node,bun,deno|all [--seconds 10] [--connections 50] ...\n") : undefined;
@@ -83,7 +93,7 @@ function killChildren() {
 }
 process.on("exit", killChildren);
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130));
-watchdog("bench-chat", (opts.warmup + opts.seconds) * Math.max(2, opts.runtimes?.length ?? 0) * (opts.sql ? opts.rounds : 1) * 1000 + 6 * 60 * 1000);
+watchdog("bench-chat", (opts.warmup + opts.seconds) * Math.max(2, opts.runtimes?.length ?? 0) * (opts.sql || opts.tracing ? opts.rounds : 1) * 1000 + 6 * 60 * 1000);
 
 // ---------------------------------------------------------------------------------------------
 // the bare baseline: one streamSSE route writing the same 20 events with similar payloads
@@ -172,7 +182,11 @@ async function benchThroughput(name, fetchHandler) {
 /** Throughput (warm-up, then measured) and time to first event of a /chat URL, logged on one line. */
 async function measure(name, url) {
   if (opts.warmup > 0) await cannon(url, opts.warmup);
+  // CPU time of this process while measured (the server, and autocannon's and any sink's worker
+  // threads): a cost per chat that other load on the machine disturbs much less than throughput.
+  const cpu0 = process.cpuUsage();
   const r = await cannon(url, opts.seconds);
+  const cpu = process.cpuUsage(cpu0);
   const ttfe = await sampleFirstEvent(url);
   const out = {
     rps: r.requests.mean,
@@ -184,6 +198,7 @@ async function measure(name, url) {
     latP50: r.latency.p50,
     latP99: r.latency.p99,
     mbps: r.throughput.mean / 1e6,
+    cpuUsPerTurn: r["2xx"] > 0 ? (cpu.user + cpu.system) / r["2xx"] : NaN,
     ttfe,
   };
   log(
@@ -350,6 +365,7 @@ async function main() {
   const { createApp } = await loadDist();
   log(`bench-chat: node ${process.version}, ${opts.connections} connections x ${opts.seconds} s (+${opts.warmup} s warm-up) per target, ${EXPECTED_EVENTS} SSE events per response`);
   if (opts.sql) return sqlMode(createApp);
+  if (opts.tracing) return tracingMode(createApp);
   if (opts.runtimes) return void (await benchRuntimes({ runtimes: opts.runtimes, env: SERVICE_ENV, measure, children }));
 
   // 2. + 3. the bare baseline first (it keeps no state), then 1. + 3. the service, each warmed up
@@ -581,6 +597,73 @@ async function sqlMode(createApp) {
   } finally {
     await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch((error) => process.stderr.write(`could not drop schema ${schema}: ${error.message}\n`));
     await admin.end({ timeout: 5 });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// --tracing: chat throughput with tracing off and on, in turn
+
+/** agent_trace_spans_dropped_total by reason, from the app's /metrics. */
+async function droppedSpans(app) {
+  const text = await (await app.fetch(new Request("http://bench/metrics"))).text();
+  const out = {};
+  for (const m of text.matchAll(/^agent_trace_spans_dropped_total\{reason="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
+  return out;
+}
+
+async function tracingMode(createApp) {
+  const sink = await startOtlpSink();
+  const tracedEnv = { ...SERVICE_ENV, TRACING_ENABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
+  log(`--tracing: OTLP/HTTP (http/protobuf) to a loopback sink at ${sink.url} (worker thread, answers 200, discards); ${opts.rounds} round(s) of off then on`);
+  try {
+    const throughput = async (name, env) => {
+      const app = await createApp({ env, logWrite: () => {} });
+      const before = await sink.counts();
+      let result;
+      let dropped;
+      try {
+        result = await benchThroughput(name, app.fetch);
+        dropped = await droppedSpans(app);
+      } finally {
+        await app.close(); // flushes what the batch processor still holds
+      }
+      const after = await sink.counts();
+      return { ...result, dropped, exports: after.requests - before.requests, exportMb: (after.bytes - before.bytes) / 1e6 };
+    };
+    const rounds = [];
+    for (let r = 0; r < opts.rounds; r++) {
+      // Off first in odd rounds, on first in even ones: a drift of the machine's load cancels out.
+      const first = r % 2 === 0 ? await throughput("off", SERVICE_ENV) : await throughput("on", tracedEnv);
+      const second = r % 2 === 0 ? await throughput("on", tracedEnv) : await throughput("off", SERVICE_ENV);
+      const [off, on] = r % 2 === 0 ? [first, second] : [second, first];
+      rounds.push({ off, on, ratio: on.turnsPerSecond / off.turnsPerSecond, cpuRatio: on.cpuUsPerTurn / off.cpuUsPerTurn });
+      log(
+        `round ${r + 1}: ratio on/off ${rounds.at(-1).ratio.toFixed(2)} (process CPU per chat ${off.cpuUsPerTurn.toFixed(0)} -> ${on.cpuUsPerTurn.toFixed(0)} us); ` +
+          `tracing on sent ${on.exports} OTLP requests (${on.exportMb.toFixed(1)} MB), dropped spans queue_full ${on.dropped.queue_full ?? 0}, export_failed ${on.dropped.export_failed ?? 0}`,
+      );
+    }
+    const ratio = median(rounds.map((r) => r.ratio));
+    const f = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : "-");
+    const mid = (key, pick) => median(rounds.map((r) => pick(r[key])));
+    log("");
+    logTable(
+      ["(median of rounds)", "tracing off", "tracing on", "on/off"],
+      [
+        ["chat turns/s", f(mid("off", (x) => x.turnsPerSecond), 0), f(mid("on", (x) => x.turnsPerSecond), 0), f(ratio)],
+        ["process CPU per chat (us)", f(mid("off", (x) => x.cpuUsPerTurn), 0), f(mid("on", (x) => x.cpuUsPerTurn), 0), f(median(rounds.map((r) => r.cpuRatio)))],
+        ["first event p50 (ms)", f(mid("off", (x) => x.ttfe.p50)), f(mid("on", (x) => x.ttfe.p50)), f(mid("on", (x) => x.ttfe.p50) / mid("off", (x) => x.ttfe.p50))],
+        ["full response p99 (ms)", f(mid("off", (x) => x.latP99), 0), f(mid("on", (x) => x.latP99), 0), ""],
+        ["errors + non-2xx", String(rounds.reduce((n, r) => n + r.off.errors + r.off.non2xx + r.off.timeouts, 0)), String(rounds.reduce((n, r) => n + r.on.errors + r.on.non2xx + r.on.timeouts, 0)), ""],
+      ],
+    );
+    log("");
+    log(`ratio tracing on/off chat turns/s: median ${f(ratio)} of ${rounds.map((r) => f(r.ratio)).join(", ")} (target >= 0.85: ${ratio >= 0.85 ? "met" : "NOT met"})`);
+    log(
+      `process CPU per chat on/off: median ${f(median(rounds.map((r) => r.cpuRatio)))} (server, load generator and sink together: what tracing costs per chat, ` +
+        `less disturbed by other load on the machine than throughput)`,
+    );
+  } finally {
+    await sink.close();
   }
 }
 
