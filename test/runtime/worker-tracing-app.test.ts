@@ -1,29 +1,25 @@
 /**
- * Tracing in the built module worker (dist/worker.js) in workerd via Miniflare: the worker entry
+ * Tracing in the built module worker (dist/worker.js) in workerd via Miniflare (with wrangler.toml's
+ * flags and Durable Objects, test/support/workerd.ts): the worker entry
  * passes workerTraceExport, and each response hands the flush of its spans to `ctx.waitUntil`
  * once streamed (flushAfterResponse), so a streamed /chat's spans reach a loopback OTLP receiver
  * as OTLP/JSON with nothing else asked of the caller.
  */
-import { Miniflare } from "miniflare";
+import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseSse } from "../helpers.js";
 import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.js";
+import { startWorkerd } from "../support/workerd.js";
 
-const COMPATIBILITY_DATE = "2026-04-01";
 const KEY = "k";
 
 let rx: OtlpReceiver;
 let mf: Miniflare;
 beforeAll(async () => {
   rx = await startOtlpReceiver();
-  mf = new Miniflare({
-    modules: true,
-    scriptPath: "dist/worker.js",
-    compatibilityDate: COMPATIBILITY_DATE,
-    compatibilityFlags: [],
+  mf = await startWorkerd("dist/worker.js", {
     bindings: { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", TRACING_ENABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_SERVICE_NAME: "agent-on-workerd" },
   });
-  await mf.ready;
 });
 afterAll(async () => {
   await mf?.dispose();
