@@ -7,12 +7,21 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { entryStarter, killSpawned } from "../support/service-process.js";
 import { describeSmoke } from "./smoke.js";
+import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
+import { existsSync } from "node:fs";
 
 // A safety net only: each suite stops its service itself (SIGTERM, then the exit code is checked).
 afterAll(killSpawned);
+
+it("the suite runs what `npm run start:bun` runs: the built bun entry, which exists", () => {
+  const { args } = scriptCommand(process.cwd(), ENTRY_SCRIPTS.bun) as { args: string[] };
+  const entry = args.find((a) => a.endsWith("dist/bun.js"));
+  expect(entry).toBeDefined();
+  expect(existsSync(entry!)).toBe(true);
+});
 
 describeSmoke("bun, memory", entryStarter("bun"));
 

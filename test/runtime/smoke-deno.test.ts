@@ -1,9 +1,18 @@
 /** The smoke suite (smoke.ts) on the built Deno entry (dist/deno.js) as a process on loopback, memory store. */
-import { afterAll } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { entryStarter, killSpawned } from "../support/service-process.js";
 import { describeSmoke } from "./smoke.js";
+import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
+import { existsSync } from "node:fs";
 
 // A safety net only: each suite stops its service itself (SIGTERM, then the exit code is checked).
 afterAll(killSpawned);
+
+it("the suite runs what `npm run start:deno` runs: the built deno entry, which exists", () => {
+  const { args } = scriptCommand(process.cwd(), ENTRY_SCRIPTS.deno) as { args: string[] };
+  const entry = args.find((a) => a.endsWith("dist/deno.js"));
+  expect(entry).toBeDefined();
+  expect(existsSync(entry!)).toBe(true);
+});
 
 describeSmoke("deno, memory", entryStarter("deno"));
