@@ -13,9 +13,21 @@ import type { TraceCapture } from "./tracing.js";
 
 export type CaptureFilter = (span: ExportSpan) => ExportSpan;
 
+/** Keys whose verdict is remembered: attribute names come from code, so a handful recur. */
+const VERDICTS_KEPT = 1024;
+
 export function captureFilter(capture: TraceCapture): CaptureFilter {
   const full = capture === "full";
-  const drop = (key: string) => isForbiddenKey(key) || (!full && isContentKey(key));
+  // Every key of every span is judged: the verdicts are kept (the judging runs regular expressions).
+  const verdicts = new Map<string, boolean>();
+  const drop = (key: string): boolean => {
+    let verdict = verdicts.get(key);
+    if (verdict === undefined) {
+      verdict = isForbiddenKey(key) || (!full && isContentKey(key));
+      if (verdicts.size < VERDICTS_KEPT) verdicts.set(key, verdict);
+    }
+    return verdict;
+  };
   return (span) => {
     const attributes = filterAttributes(span.attributes, drop);
     const events = filterEvents(span.events, drop, full);
