@@ -5,7 +5,7 @@
  * package brings the SDKs for metrics and logs with it, too much for a worker bundle.
  */
 import type { Attributes, AttributeValue } from "@opentelemetry/api";
-import { type ExportSpan, hrTimeToNanos } from "./span-data.js";
+import { type ExportSpan, groupSpans, hrTimeToNanos } from "./span-data.js";
 
 type AnyValue = { stringValue: string } | { boolValue: boolean } | { intValue: string } | { doubleValue: number } | { arrayValue: { values: AnyValue[] } };
 interface KeyValue {
@@ -13,31 +13,16 @@ interface KeyValue {
   value: AnyValue;
 }
 
-export interface OtlpScope {
-  readonly name: string;
-  readonly version?: string | undefined;
-}
-
-/** The request body; spans are grouped by instrumentation scope under one resource. */
-export function otlpJsonRequest(spans: readonly ExportSpan[], resource: Attributes): unknown {
-  const scopes = new Map<string, { scope: OtlpScope; spans: unknown[] }>();
-  for (const span of spans) {
-    const scope = span.instrumentationScope ?? { name: "agent-service" };
-    const key = `${scope.name}@${scope.version ?? ""}`;
-    let group = scopes.get(key);
-    if (!group) scopes.set(key, (group = { scope, spans: [] }));
-    group.spans.push(otlpSpan(span));
-  }
+/** The request body: spans grouped by resource and scope (groupSpans). */
+export function otlpJsonRequest(spans: readonly ExportSpan[], resource: Attributes = {}): unknown {
   return {
-    resourceSpans: [
-      {
-        resource: { attributes: keyValues(resource) },
-        scopeSpans: [...scopes.values()].map(({ scope, spans }) => ({
-          scope: scope.version === undefined ? { name: scope.name } : { name: scope.name, version: scope.version },
-          spans,
-        })),
-      },
-    ],
+    resourceSpans: [...groupSpans(spans, resource)].map(([res, scopes]) => ({
+      resource: { attributes: keyValues(res.attributes) },
+      scopeSpans: [...scopes].map(([scope, list]) => ({
+        scope: scope.version === undefined ? { name: scope.name } : { name: scope.name, version: scope.version },
+        spans: list.map(otlpSpan),
+      })),
+    })),
   };
 }
 

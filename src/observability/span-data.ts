@@ -22,6 +22,10 @@ export interface ExportSpan {
   readonly attributes: Attributes;
   readonly links: readonly Link[];
   readonly events: readonly ExportEvent[];
+  /** What the SDK's limits dropped (OTEL_SPAN_*_LIMIT); absent is none. */
+  readonly droppedAttributesCount?: number | undefined;
+  readonly droppedEventsCount?: number | undefined;
+  readonly droppedLinksCount?: number | undefined;
   readonly resource?: { readonly attributes: Attributes } | undefined;
   readonly instrumentationScope?: { readonly name: string; readonly version?: string | undefined } | undefined;
 }
@@ -39,6 +43,31 @@ export interface SpanExporterLike {
   export(spans: ExportSpan[], resultCallback: (result: ExportResult) => void): void;
   shutdown(): Promise<void>;
   forceFlush?(): Promise<void>;
+}
+
+export type SpanResource = { readonly attributes: Attributes };
+export type SpanScope = NonNullable<ExportSpan["instrumentationScope"]>;
+
+const DEFAULT_SCOPE: SpanScope = { name: "agent-service" };
+
+/**
+ * Spans grouped as OTLP nests them: by resource, then by instrumentation scope, each by object
+ * identity (the tracer shares one of each). A span without a resource goes under `resource`, one
+ * without a scope under the project's name.
+ */
+export function groupSpans(spans: readonly ExportSpan[], resource: Attributes): Map<SpanResource, Map<SpanScope, ExportSpan[]>> {
+  const fallback: SpanResource = { attributes: resource };
+  const groups = new Map<SpanResource, Map<SpanScope, ExportSpan[]>>();
+  for (const span of spans) {
+    const res = span.resource ?? fallback;
+    const scope = span.instrumentationScope ?? DEFAULT_SCOPE;
+    let scopes = groups.get(res);
+    if (!scopes) groups.set(res, (scopes = new Map()));
+    const list = scopes.get(scope);
+    if (list) list.push(span);
+    else scopes.set(scope, [span]);
+  }
+  return groups;
 }
 
 /** Nanoseconds since the epoch, as the decimal string OTLP/JSON writes 64-bit integers in. */
