@@ -13,7 +13,7 @@ let pool = new Uint8Array(0);
 let at = 0;
 
 /** Random hex from a pooled buffer: one getRandomValues call per 4 KiB instead of one per id. */
-function hex(bytes: number): string {
+export function randomHex(bytes: number): string {
   if (at + bytes > pool.length) {
     pool = crypto.getRandomValues(new Uint8Array(POOL_SIZE));
     at = 0;
@@ -25,9 +25,9 @@ function hex(bytes: number): string {
 }
 
 export const randomIds: Ids = {
-  requestId: () => hex(16),
-  errorId: () => hex(8),
+  requestId: () => randomHex(16),
+  errorId: () => randomHex(8),
   threadId: () => crypto.randomUUID(),
   runId: () => crypto.randomUUID(),
-  messageId: () => hex(12),
+  messageId: () => randomHex(12),
 };

@@ -78,7 +78,7 @@ export async function postBatch(o: {
   send: typeof fetch;
   url: string;
   headers: Record<string, string>;
-  body: string;
+  body: string | Uint8Array<ArrayBuffer>;
   deadlineMs: number;
   health: ExportHealth;
   count: number;

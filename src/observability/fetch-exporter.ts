@@ -1,15 +1,15 @@
 /**
- * OTLP/HTTP JSON over fetch, for workerd (issue 15). A worker may not keep timers or sockets
+ * OTLP/HTTP (protobuf or JSON) over fetch, for workerd (issue 15). A worker may not keep timers or sockets
  * between requests, so nothing is sent on a schedule: `export` only buffers what the span
  * processor hands over, and `flush()` posts the buffer; the worker entry hands that promise to
  * `ctx.waitUntil`, which keeps the isolate alive until it settles, after the response is sent.
  * The buffer is bounded (spans beyond it are dropped and counted) and `flush` never rejects: a
  * receiver that is down costs a failed fetch in the background, never the request.
  */
-import type { Attributes } from "@opentelemetry/api";
 import { type CaptureFilter, captureFilter } from "./capture.js";
 import { type ExportHealth, postBatch } from "./export-health.js";
 import { otlpJsonRequest } from "./otlp-json.js";
+import { otlpProtobufRequest } from "./otlp-protobuf.js";
 import { EXPORT_SUCCESS, type ExportResult, type ExportSpan, type SpanExporterLike } from "./span-data.js";
 import type { TraceCapture } from "./tracing.js";
 
@@ -19,8 +19,8 @@ export interface FetchSpanExporterOptions {
   /** Extra request headers (OTEL_EXPORTER_OTLP_HEADERS). */
   readonly headers?: Readonly<Record<string, string>>;
   readonly fetch?: typeof fetch;
-  /** Resource attributes (service.name, service.version, ...). */
-  readonly resource: Attributes;
+  /** OTEL_EXPORTER_OTLP_PROTOCOL (default protobuf). */
+  readonly protocol?: "http/protobuf" | "http/json";
   readonly capture: TraceCapture;
   readonly health: ExportHealth;
   /** Most spans held between flushes (default 2048, as the SDK's queue). */
@@ -80,11 +80,12 @@ export class FetchSpanExporter implements SpanExporterLike {
   }
 
   private post(batch: ExportSpan[]): Promise<void> {
+    const json = this.o.protocol === "http/json";
     return postBatch({
       send: this.send,
       url: this.o.url,
-      headers: { ...this.o.headers, "content-type": "application/json" },
-      body: JSON.stringify(otlpJsonRequest(batch, this.o.resource)),
+      headers: { ...this.o.headers, "content-type": json ? "application/json" : "application/x-protobuf" },
+      body: json ? JSON.stringify(otlpJsonRequest(batch)) : otlpProtobufRequest(batch),
       deadlineMs: this.timeoutMs,
       health: this.o.health,
       count: batch.length,

@@ -1,8 +1,10 @@
 /// <reference types="node" />
 /**
- * Trace export on Node, Bun and Deno (issue 15): the OpenTelemetry SDK's tracer provider and batch
- * span processor, sending over OTLP/HTTP in protobuf or JSON (OTEL_EXPORTER_OTLP_PROTOCOL), or to
- * the tracing vendor when TRACEVENDOR_API_KEY is set. Passed to createApp as `traceExport`, which
+ * Trace export on Node, Bun and Deno (issue 15): spans recorded by our span recorder
+ * (span-recorder.ts, why not the SDK's tracer is said there), batched by the OpenTelemetry SDK's
+ * batch span processor and sent by its OTLP/HTTP exporter in protobuf (our encoder,
+ * otlp-protobuf.ts) or JSON (OTEL_EXPORTER_OTLP_PROTOCOL), or to the tracing vendor when
+ * TRACEVENDOR_API_KEY is set. Passed to createApp as `traceExport`, which
  * calls it with the parsed settings: the OTEL_* variables are read from there (the env file
  * included), never from process.env behind the settings' back.
  *
@@ -12,16 +14,17 @@
  * outage (export-health.ts). The SDK's own diagnostics stay off (no diag logger is registered), so
  * nothing is printed per batch.
  */
-import { type Context, TraceFlags } from "@opentelemetry/api";
 import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
 import { OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
 import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from "@opentelemetry/otlp-exporter-base/node-http";
 import { JsonTraceSerializer, ProtobufTraceSerializer, TraceExporterMetricsHelper } from "@opentelemetry/otlp-transformer";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, type ReadableSpan, type Span, type SpanExporter, type SpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace";
 import { type CaptureFilter, captureFilter } from "../observability/capture.js";
 import { createExportHealth, type ExportHealth, failureKind } from "../observability/export-health.js";
 import { otlpHeaders, otlpProtocol, otlpTracesUrl, type TraceExport, type TraceExportInput, type TracingSettings, traceResource, vendorProject } from "../observability/trace-export.js";
+import { otlpProtobufRequest } from "../observability/otlp-protobuf.js";
+import { createSpanRecorder, type EndedSpans, type RecordedSpan } from "../observability/span-recorder.js";
 import { PROJECT_NAME } from "../observability/tracing.js";
 import { VendorSpanExporter } from "../observability/vendor-exporter.js";
 
@@ -45,15 +48,24 @@ export function nodeTraceExport(input: TraceExportInput): TraceExport {
     maxQueueSize: settings.OTEL_BSP_MAX_QUEUE_SIZE,
     maxExportBatchSize: Math.min(settings.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, settings.OTEL_BSP_MAX_QUEUE_SIZE),
   });
-  const provider = new TracerProvider({ resource: defaultResource().merge(resourceFromAttributes(traceResource(settings))), spanProcessors: [guard] });
+  const resource = defaultResource().merge(resourceFromAttributes(traceResource(settings)));
   let stopped: Promise<void> | undefined;
   return {
-    tracer: provider.getTracer(PROJECT_NAME, settings.AGENT_VERSION),
+    tracer: createSpanRecorder({ resource, scope: { name: PROJECT_NAME, version: settings.AGENT_VERSION }, ended: guard }),
     w3c: !vendor,
-    flush: () => provider.forceFlush().catch(() => undefined),
-    shutdown: () => (stopped ??= provider.shutdown().catch(() => undefined)),
+    flush: () => guard.forceFlush().catch(() => undefined),
+    shutdown: () => (stopped ??= guard.shutdown().catch(() => undefined)),
   };
 }
+
+/**
+ * Protobuf as the SDK's serializer would write it, by our one-pass encoder (otlp-protobuf.ts: a
+ * third of the SDK's cost a span); the receiver's answer is still read by the SDK.
+ */
+const protobufSerializer = {
+  serializeRequest: (spans: ReadableSpan[]) => otlpProtobufRequest(spans),
+  deserializeResponse: ProtobufTraceSerializer.deserializeResponse,
+};
 
 /** The SDK's OTLP/HTTP trace exporter (node http transport, retries within the timeout) in either encoding. */
 function otlpExporter(settings: TracingSettings): SpanExporter {
@@ -65,7 +77,7 @@ function otlpExporter(settings: TracingSettings): SpanExporter {
     "v1/traces",
     { "Content-Type": json ? "application/json" : "application/x-protobuf" },
   );
-  const delegate = createOtlpHttpExportDelegate(options, json ? JsonTraceSerializer : ProtobufTraceSerializer, "otlp_http_span_exporter", TraceExporterMetricsHelper, undefined);
+  const delegate = createOtlpHttpExportDelegate(options, json ? JsonTraceSerializer : protobufSerializer, "otlp_http_span_exporter", TraceExporterMetricsHelper, undefined);
   return new OTLPExporterBase<ReadableSpan[]>(delegate);
 }
 
@@ -74,21 +86,18 @@ function otlpExporter(settings: TracingSettings): SpanExporter {
  * silently). The queue's length is mirrored: a span in, a span out when the processor hands a
  * batch to the exporter (GuardedExporter tells).
  */
-class QueueGuard implements SpanProcessor {
+class QueueGuard implements EndedSpans {
   batch!: BatchSpanProcessor;
   private queued = 0;
   constructor(
     private readonly max: number,
     private readonly health: ExportHealth,
   ) {}
-  onStart(span: Span, parentContext: Context): void {
-    this.batch.onStart(span, parentContext);
-  }
-  onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+  onEnd(span: RecordedSpan): void {
     if (this.queued >= this.max) return this.health.dropped(1, "queue_full");
     this.queued++;
-    this.batch.onEnd(span);
+    // A recorded span has every field of the SDK's ReadableSpan; its resource is the SDK's Resource.
+    this.batch.onEnd(span as unknown as ReadableSpan);
   }
   taken(count: number): void {
     this.queued = Math.max(0, this.queued - count);

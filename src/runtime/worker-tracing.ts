@@ -1,17 +1,15 @@
 /**
  * Trace export on workerd (issue 15). An isolate keeps no timers or sockets between requests,
- * so the SDK's batch processor (a timer) does not fit: every ended span goes straight to a
- * buffering exporter (the SDK's simple processor), and the buffer is sent within the request's
- * lifetime through `ctx.waitUntil` once the response has been streamed (flushAfterResponse).
- * OTLP goes out as http/json whatever OTEL_EXPORTER_OTLP_PROTOCOL says (a collector's
- * /v1/traces takes both; protobuf encoding would add the SDK's transformer, with the metrics and
- * logs SDKs it brings, to the worker bundle). Under TRACEVENDOR_API_KEY the vendor exporter.
+ * so the SDK's batch processor (a timer) does not fit: every span the recorder ends goes straight
+ * to a buffering exporter, and the buffer is sent within the request's lifetime through
+ * `ctx.waitUntil` once the response has been streamed (flushAfterResponse). OTLP goes out in
+ * the encoding OTEL_EXPORTER_OTLP_PROTOCOL names (protobuf by default, our encoder), with no
+ * OpenTelemetry SDK in the worker bundle. Under TRACEVENDOR_API_KEY the vendor exporter.
  */
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { createExportHealth } from "../observability/export-health.js";
 import { FetchSpanExporter } from "../observability/fetch-exporter.js";
-import { otlpHeaders, otlpTracesUrl, type TraceExport, type TraceExportInput, traceResource, vendorProject } from "../observability/trace-export.js";
+import { createSpanRecorder } from "../observability/span-recorder.js";
+import { otlpHeaders, otlpProtocol, otlpTracesUrl, type TraceExport, type TraceExportInput, traceResource, vendorProject } from "../observability/trace-export.js";
 import { PROJECT_NAME } from "../observability/tracing.js";
 import { VendorSpanExporter } from "../observability/vendor-exporter.js";
 
@@ -23,14 +21,21 @@ export function workerTraceExport(input: TraceExportInput): TraceExport {
   const common = { fetch: input.fetch, capture: settings.TRACE_CAPTURE, health, maxBuffer: settings.OTEL_BSP_MAX_QUEUE_SIZE, timeoutMs: settings.OTEL_EXPORTER_OTLP_TIMEOUT };
   const exporter = vendor
     ? new VendorSpanExporter({ ...common, apiKey: settings.TRACEVENDOR_API_KEY!, project: vendorProject(settings), endpoint: settings.TRACEVENDOR_ENDPOINT, autoFlush: false })
-    : new FetchSpanExporter({ ...common, url: otlpTracesUrl(settings), headers: otlpHeaders(settings), resource: traceResource(settings), maxBatch: settings.OTEL_BSP_MAX_EXPORT_BATCH_SIZE });
-  const provider = new TracerProvider({ resource: resourceFromAttributes(traceResource(settings)), spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    : new FetchSpanExporter({
+        ...common,
+        url: otlpTracesUrl(settings),
+        protocol: otlpProtocol(settings),
+        headers: otlpHeaders(settings),
+        maxBatch: settings.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+      });
+  const resource = { attributes: traceResource(settings) };
+  const tracer = createSpanRecorder({ resource, scope: { name: PROJECT_NAME, version: settings.AGENT_VERSION }, ended: { onEnd: (span) => exporter.export([span], () => undefined) } });
   let stopped: Promise<void> | undefined;
   return {
-    tracer: provider.getTracer(PROJECT_NAME, settings.AGENT_VERSION),
+    tracer,
     w3c: !vendor,
     flush: () => exporter.flush(),
-    shutdown: () => (stopped ??= provider.shutdown().catch(() => undefined)),
+    shutdown: () => (stopped ??= exporter.shutdown().catch(() => undefined)),
   };
 }
 

@@ -200,9 +200,16 @@ describe("the tracing vendor through the Node entry's factory", () => {
 });
 
 describe("the workerd entry's factory (run here on Node)", () => {
-  it("buffers every ended span and sends OTLP/JSON when the streamed response ends, through waitUntil", async () => {
+  it("buffers every ended span and sends OTLP/JSON under http/json when the streamed response ends, through waitUntil", async () => {
     const rx = await receiver();
-    const settings = parseSettings({ API_KEY: "k".repeat(20), MODEL_PROVIDER: "fake", MODEL_NAME: "fake", TRACING_ENABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: rx.url });
+    const settings = parseSettings({
+      API_KEY: "k".repeat(20),
+      MODEL_PROVIDER: "fake",
+      MODEL_NAME: "fake",
+      TRACING_ENABLED: "true",
+      OTEL_EXPORTER_OTLP_ENDPOINT: rx.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    });
     const exp = workerTraceExport({ settings, logger: createLogger({ level: "INFO", format: "json", write: () => undefined }), dropped: createSpanDropCounter() });
     const tracing = createTracing({ tracer: exp.tracer, capture: "metadata", propagate: "peers", agentName: "w", agentVersion: "1" });
     const server = tracing.serverSpan("POST").route("/chat");

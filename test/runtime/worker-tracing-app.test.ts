@@ -3,7 +3,8 @@
  * flags and Durable Objects, test/support/workerd.ts): the worker entry
  * passes workerTraceExport, and each response hands the flush of its spans to `ctx.waitUntil`
  * once streamed (flushAfterResponse), so a streamed /chat's spans reach a loopback OTLP receiver
- * as OTLP/JSON with nothing else asked of the caller.
+ * in protobuf (the default OTEL_EXPORTER_OTLP_PROTOCOL, our encoder running in workerd) with
+ * nothing else asked of the caller.
  */
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,7 +28,7 @@ afterAll(async () => {
 });
 
 describe("tracing in the module worker", () => {
-  it("a streamed /chat's spans reach the OTLP receiver after the response, as OTLP/JSON", async () => {
+  it("a streamed /chat's spans reach the OTLP receiver after the response, in protobuf", async () => {
     const res = await mf.dispatchFetch("http://localhost/chat", {
       method: "POST",
       headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
@@ -36,7 +37,7 @@ describe("tracing in the module worker", () => {
     const events = parseSse(await res.text());
     expect(events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
     const spans = await rx.waitFor((s) => ["POST /chat", "invoke_agent app", "chat fake", "execute_tool calculator"].every((n) => s.some((x) => x.name === n)));
-    expect(rx.requests.every((r) => r.contentType === "application/json")).toBe(true);
+    expect(rx.requests.every((r) => r.contentType === "application/x-protobuf")).toBe(true);
     const server = spans.find((s) => s.name === "POST /chat")!;
     const run = spans.find((s) => s.name === "invoke_agent app")!;
     expect(run.parentSpanId).toBe(server.spanId);

@@ -3,9 +3,9 @@ import { createExportHealth, createSpanDropCounter } from "../../src/observabili
 import { FetchSpanExporter, type FetchSpanExporterOptions } from "../../src/observability/fetch-exporter.js";
 import { createLogger } from "../../src/observability/logger.js";
 import type { ExportResult, ExportSpan } from "../../src/observability/span-data.js";
+import { createSpanRecorder } from "../../src/observability/span-recorder.js";
 import { ATTR } from "../../src/observability/trace-attributes.js";
 import { createTracing } from "../../src/observability/tracing.js";
-import { memoryTracer } from "../support/memory-tracer.js";
 import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.js";
 
 let rx: OtlpReceiver;
@@ -19,26 +19,41 @@ function exporter(options: Partial<FetchSpanExporterOptions> = {}) {
   const counter = createSpanDropCounter();
   const logger = createLogger({ level: "INFO", format: "json", write: (l) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
   const health = createExportHealth({ logger, counter, destination: "the OTLP receiver" });
-  const exp = new FetchSpanExporter({ url: `${rx.url}/v1/traces`, resource: { "service.name": "worker-test" }, capture: "metadata", health, ...options });
+  const exp = new FetchSpanExporter({ url: `${rx.url}/v1/traces`, protocol: "http/json", capture: "metadata", health, ...options });
   const warnings = () => lines.filter((l) => l.level === "WARNING");
   return { exp, counter, warnings };
 }
 
-/** Ended SDK spans of a small chat: run > model, run > tool (content set under full). */
+/** Ended spans of a small chat, as the worker's span recorder makes them: run > model, run > tool (content set under full). */
 function chatSpans(): ExportSpan[] {
-  const mem = memoryTracer();
-  const t = createTracing({ tracer: mem.tracer, capture: "full", propagate: "peers", agentName: "a", agentVersion: "1" });
+  const ended: ExportSpan[] = [];
+  const tracer = createSpanRecorder({ resource: { attributes: { "service.name": "worker-test" } }, scope: { name: "agent-service" }, ended: { onEnd: (span) => void ended.push(span) } });
+  const t = createTracing({ tracer, capture: "full", propagate: "peers", agentName: "a", agentVersion: "1" });
   const run = t.runSpan({ threadId: "th", runId: "r", message: "private words" });
   t.modelSpan("m", run).usage(1, 2).content(ATTR.outputMessages, "private answer").end();
   t.toolSpan("lookup", run, "c1", { q: "private args" }).end();
   run.end();
-  return mem.spans();
+  return ended;
 }
 
 const exportNow = (exp: FetchSpanExporter, spans: ExportSpan[]) =>
   new Promise<ExportResult>((resolve) => exp.export(spans, resolve));
 
-describe("the fetch OTLP/JSON exporter (workerd)", () => {
+describe("the fetch OTLP exporter (workerd)", () => {
+  it("sends protobuf unless told http/json, decoded to the same spans", async () => {
+    rx.spans.length = 0;
+    rx.requests.length = 0;
+    const { exp } = exporter({ protocol: undefined });
+    await exportNow(exp, chatSpans());
+    await exp.flush();
+    expect(rx.requests.map((r) => r.contentType)).toEqual(["application/x-protobuf"]);
+    expect(rx.spans.map((s) => s.name).sort()).toEqual(["chat m", "execute_tool lookup", "invoke_agent a"]);
+    const run = rx.spans.find((s) => s.name === "invoke_agent a")!;
+    expect(run.resource).toEqual({ "service.name": "worker-test" });
+    expect(rx.spans.find((s) => s.name === "chat m")).toMatchObject({ parentSpanId: run.spanId, attributes: { "gen_ai.usage.input_tokens": 1 } });
+    expect(JSON.stringify(rx.spans)).not.toContain("private");
+  });
+
   it("buffers on export and posts OTLP/JSON on flush, content filtered before export", async () => {
     rx.spans.length = 0;
     rx.requests.length = 0;
