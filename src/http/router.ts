@@ -16,7 +16,6 @@ import { authGuard } from "./middleware/auth.js";
 import { cors } from "./middleware/cors.js";
 import { errorHandler, notFoundHandler } from "./middleware/errors.js";
 import { requestId } from "./middleware/request-id.js";
-import { traceRequests } from "./middleware/trace.js";
 import { a2aRoutes } from "./routes/a2a.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chatRoutes } from "./routes/chat.js";
@@ -34,7 +33,7 @@ export interface RouterParts {
   readonly ids: Ids;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** Server spans are made only while it is enabled (the middleware is left out otherwise). */
+  /** Server spans are made only while it is enabled. */
   readonly tracing: Tracing;
   /** The A2A card says whether answers are structured. */
   readonly structured: boolean;
@@ -49,7 +48,6 @@ export function buildRouter(parts: RouterParts): Hono<HttpEnv> {
   const requireAuth = authGuard(parts);
   const app = new Hono<HttpEnv>();
   app.use("*", requestId(parts));
-  if (parts.tracing.enabled) app.use("*", traceRequests(parts));
   app.use("*", access(parts));
   app.use("*", cors({ allowed: settings.CORS_ALLOWED_ORIGINS }));
   app.onError(errorHandler({ ids, dev: settings.dev }));

@@ -1,23 +1,42 @@
 import type { MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { Metrics } from "../../observability/metrics.js";
+import { NOOP_SPAN, type Tracing } from "../../observability/tracing.js";
 import type { HttpEnv } from "../env.js";
 
 /**
- * Request metrics and the access log line. Labels are route templates (`unmatched` for 404s);
- * the log keeps the path only, never the query string.
+ * Request metrics, the access log line and, while tracing is on, the server span (CONTRACT 7):
+ * one middleware for the three, so the route is found once and a request pays for one frame.
+ * Labels and span names are route templates (`POST /chat`; `unmatched` for 404s, whose span
+ * keeps the method alone, as the HTTP conventions name it); the log keeps the path only, never
+ * the query string. The span continues the caller's traceparent where PROPAGATE_TRACE_HEADERS
+ * says (`tracing.extract`) and ends with the response, or with the last event of a streamed one.
  */
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
-export function access({ metrics }: { metrics: Metrics }): MiddlewareHandler<HttpEnv> {
+export function access({ metrics, tracing }: { metrics: Metrics; tracing: Tracing }): MiddlewareHandler<HttpEnv> {
   return async function accessMiddleware(c, next) {
     const started = performance.now();
-    await next();
+    // Any method a client sends is client input: unknown ones share one label (`_OTHER` on spans).
+    const known = KNOWN_METHODS.has(c.req.method);
+    const span = tracing.enabled ? tracing.serverSpan(known ? c.req.method : "_OTHER", tracing.extract(c.req.raw.headers, c.req.path)) : NOOP_SPAN;
+    if (span.recording) c.set("span", span);
+    try {
+      await next();
+    } catch (error) {
+      // Hono's onError answers errors of the routes; only one thrown around them gets here.
+      span.fail(error instanceof Error ? error.name : "Error").end();
+      throw error;
+    }
     const route = routeLabel(c);
-    // Any method a client sends is client input: unknown ones share one label.
-    const method = KNOWN_METHODS.has(c.req.method) ? c.req.method : "other";
+    const method = known ? c.req.method : "other";
     const status = c.res.status;
+    if (span.recording) {
+      if (route !== "unmatched") span.route(route);
+      span.httpStatus(status);
+    }
     const record = () => {
+      span.end();
       const seconds = (performance.now() - started) / 1000;
       metrics.httpRequests.inc({ method, route, status: String(status) });
       metrics.httpDuration.observe(seconds, { method, route });
@@ -29,10 +48,16 @@ export function access({ metrics }: { metrics: Metrics }): MiddlewareHandler<Htt
   };
 }
 
+/** Route paths as templates, once each (`/threads/:thread_id` -> `/threads/{thread_id}`). */
+const templates = new Map<string, string>();
+
 /** The matched route as a template (`/threads/{thread_id}`), or `unmatched`: never the path. */
 export function routeLabel(c: Parameters<MiddlewareHandler<HttpEnv>>[0]): string {
-  const routes = matchedRoutes(c).filter((r) => r.method !== "ALL");
-  const last = routes.at(-1);
+  const routes = matchedRoutes(c);
+  let last: (typeof routes)[number] | undefined;
+  for (let i = routes.length - 1; i >= 0 && last === undefined; i--) if (routes[i]!.method !== "ALL") last = routes[i];
   if (!last) return "unmatched";
-  return last.path.replace(/:([A-Za-z_]+)/g, "{$1}");
+  let template = templates.get(last.path);
+  if (template === undefined) templates.set(last.path, (template = last.path.replace(/:([A-Za-z_]+)/g, "{$1}")));
+  return template;
 }
