@@ -17,13 +17,15 @@
 // the other, plus its start time and RSS, in one table with a column per runtime
 // (scripts/lib/bench-runtimes.mjs).
 //
-// --tracing [--rounds 3] replaces all of the above with: the service's chat throughput (same
-// autocannon settings) with tracing off and with tracing on (TRACING_ENABLED=true, the Node
-// entry's trace export: the SDK's batch processor and OTLP/HTTP protobuf exporter, default OTEL_BSP_*
-// settings, to a loopback sink in a worker thread that answers 200 and discards), in turn in the
-// same run (off first in odd rounds, on first in even ones); the median ratio on/off counts
-// (target >= 0.85), with this process's CPU time per chat, what the sink received and the
-// spans the export dropped (agent_trace_spans_dropped_total) beside it.
+// --tracing [--rounds 10] [--seconds 3] replaces all of the above with: the service's chat
+// throughput (same autocannon settings) with tracing off and with tracing on (TRACING_ENABLED=true,
+// the Node entry's trace export: our span recorder, the SDK's batch processor and OTLP/HTTP
+// exporter in protobuf, default OTEL_BSP_* settings, to a loopback sink in a worker thread that
+// answers 200 and discards). Both apps are served at once and measured in short segments in turn
+// (a pair per round, off first in odd pairs, on first in even ones; here 10 pairs of 3 s unless
+// --rounds/--seconds say otherwise); the median ratio on/off of the pairs counts (target >= 0.85),
+// with the server's main-thread CPU per chat (Linux), this process's CPU per chat, what the sink
+// received and the spans the export dropped (agent_trace_spans_dropped_total) beside it.
 //
 // --sql [--dsn postgres://postgres@127.0.0.1:5432/test] replaces all of the above with: the
 // service's chat throughput (same autocannon settings) with the memory store and with
@@ -34,6 +36,7 @@
 // pg_stat_database.xact_commit (each statement outside a transaction commits once; that counter is
 // database-wide, so other sessions on the same database inflate it).
 import { execFileSync, fork } from "node:child_process";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
@@ -55,7 +58,7 @@ function options(argv) {
       "usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n" +
       "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200] [--rounds 3]]\n" +
       "       [--runtime node,bun,deno|all]\n" +
-      "       [--tracing [--rounds 3]]\n",
+      "       [--tracing [--rounds 10] [--seconds 3]]\n",
     numbers: { seconds: 10, connections: 50, warmup: 1, samples: 200, "sample-concurrency": 20, streams: 10_000, turns: 200, rounds: 3 },
     switches: ["skip-idle", "sql", "tracing"],
     strings: { dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test", runtime: "" },
@@ -67,6 +70,9 @@ function options(argv) {
   opts.streams = Math.floor(opts.streams);
   opts.turns = Math.max(1, Math.floor(opts.turns));
   opts.rounds = Math.max(1, Math.floor(opts.rounds));
+  // --tracing measures pairs of short segments: its own defaults unless given.
+  if (opts.tracing && !argv.some((a) => a.startsWith("--rounds"))) opts.rounds = 10;
+  if (opts.tracing && !argv.some((a) => a.startsWith("--seconds"))) opts.seconds = 3;
   return opts;
 }
 
@@ -611,58 +617,100 @@ async function droppedSpans(app) {
   return out;
 }
 
+/**
+ * Main-thread CPU time of this process in microseconds (Linux /proc, 10 ms ticks), else undefined.
+ * The server's event loop is the bottleneck here, so this is its cost per chat, undisturbed by
+ * how the two cores are shared with the load generator's and the sink's threads.
+ */
+function mainThreadCpuUs() {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
+}
+
 async function tracingMode(createApp) {
   const sink = await startOtlpSink();
   const tracedEnv = { ...SERVICE_ENV, TRACING_ENABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
-  log(`--tracing: OTLP/HTTP (http/protobuf) to a loopback sink at ${sink.url} (worker thread, answers 200, discards); ${opts.rounds} round(s) of off then on`);
+  log(
+    `--tracing: OTLP/HTTP (http/protobuf) to a loopback sink at ${sink.url} (worker thread, answers 200, discards); ` +
+      `both apps served side by side, measured in ${opts.rounds} pair(s) of ${opts.seconds} s segments, off and on in turn`,
+  );
+  const served = {};
   try {
-    const throughput = async (name, env) => {
+    for (const [name, env] of [["off", SERVICE_ENV], ["on", tracedEnv]]) {
       const app = await createApp({ env, logWrite: () => {} });
-      const before = await sink.counts();
-      let result;
-      let dropped;
-      try {
-        result = await benchThroughput(name, app.fetch);
-        dropped = await droppedSpans(app);
-      } finally {
-        await app.close(); // flushes what the batch processor still holds
-      }
-      const after = await sink.counts();
-      return { ...result, dropped, exports: after.requests - before.requests, exportMb: (after.bytes - before.bytes) / 1e6 };
+      served[name] = { app, ...(await listen(app.fetch)) };
+      served[name].url = `http://127.0.0.1:${served[name].port}/chat`;
+      if (opts.warmup > 0) await cannon(served[name].url, opts.warmup);
+    }
+    const before = await sink.counts();
+    const segment = async (name) => {
+      const cpu0 = process.cpuUsage();
+      const main0 = mainThreadCpuUs();
+      const r = await cannon(served[name].url, opts.seconds);
+      const cpu = process.cpuUsage(cpu0);
+      const main = main0 === undefined ? undefined : mainThreadCpuUs() - main0;
+      const turns = r["2xx"];
+      return {
+        turnsPerSecond: turns / opts.seconds,
+        cpuUsPerTurn: turns > 0 ? (cpu.user + cpu.system) / turns : NaN,
+        mainUsPerTurn: turns > 0 && main !== undefined ? main / turns : NaN,
+        bad: r.errors + r.non2xx + r.timeouts,
+        latP99: r.latency.p99,
+      };
     };
+    // Short segments in turn, off first in odd pairs and on first in even ones: this machine's
+    // speed drifts over seconds, and a pair measured back to back sees the same machine.
     const rounds = [];
     for (let r = 0; r < opts.rounds; r++) {
-      // Off first in odd rounds, on first in even ones: a drift of the machine's load cancels out.
-      const first = r % 2 === 0 ? await throughput("off", SERVICE_ENV) : await throughput("on", tracedEnv);
-      const second = r % 2 === 0 ? await throughput("on", tracedEnv) : await throughput("off", SERVICE_ENV);
-      const [off, on] = r % 2 === 0 ? [first, second] : [second, first];
-      rounds.push({ off, on, ratio: on.turnsPerSecond / off.turnsPerSecond, cpuRatio: on.cpuUsPerTurn / off.cpuUsPerTurn });
+      const first = r % 2 === 0 ? "off" : "on";
+      const a = await segment(first);
+      const b = await segment(first === "off" ? "on" : "off");
+      const [off, on] = first === "off" ? [a, b] : [b, a];
+      rounds.push({ off, on, ratio: on.turnsPerSecond / off.turnsPerSecond, cpuRatio: on.cpuUsPerTurn / off.cpuUsPerTurn, mainRatio: off.mainUsPerTurn / on.mainUsPerTurn });
       log(
-        `round ${r + 1}: ratio on/off ${rounds.at(-1).ratio.toFixed(2)} (process CPU per chat ${off.cpuUsPerTurn.toFixed(0)} -> ${on.cpuUsPerTurn.toFixed(0)} us); ` +
-          `tracing on sent ${on.exports} OTLP requests (${on.exportMb.toFixed(1)} MB), dropped spans queue_full ${on.dropped.queue_full ?? 0}, export_failed ${on.dropped.export_failed ?? 0}`,
+        `pair ${r + 1}: chat turns/s off ${off.turnsPerSecond.toFixed(0)} on ${on.turnsPerSecond.toFixed(0)}, ratio ${rounds.at(-1).ratio.toFixed(2)}; ` +
+          `server main-thread CPU per chat ${off.mainUsPerTurn.toFixed(0)} -> ${on.mainUsPerTurn.toFixed(0)} us; process CPU per chat ${off.cpuUsPerTurn.toFixed(0)} -> ${on.cpuUsPerTurn.toFixed(0)} us`,
       );
     }
+    const after = await sink.counts();
+    const dropped = await droppedSpans(served.on.app);
+    const ttfe = { off: await sampleFirstEvent(served.off.url), on: await sampleFirstEvent(served.on.url) };
     const ratio = median(rounds.map((r) => r.ratio));
+    const mainRatio = median(rounds.map((r) => r.mainRatio));
     const f = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : "-");
     const mid = (key, pick) => median(rounds.map((r) => pick(r[key])));
     log("");
     logTable(
-      ["(median of rounds)", "tracing off", "tracing on", "on/off"],
+      ["(median of pairs)", "tracing off", "tracing on", "on/off"],
       [
         ["chat turns/s", f(mid("off", (x) => x.turnsPerSecond), 0), f(mid("on", (x) => x.turnsPerSecond), 0), f(ratio)],
+        ["server main-thread CPU per chat (us)", f(mid("off", (x) => x.mainUsPerTurn), 0), f(mid("on", (x) => x.mainUsPerTurn), 0), f(1 / mainRatio)],
         ["process CPU per chat (us)", f(mid("off", (x) => x.cpuUsPerTurn), 0), f(mid("on", (x) => x.cpuUsPerTurn), 0), f(median(rounds.map((r) => r.cpuRatio)))],
-        ["first event p50 (ms)", f(mid("off", (x) => x.ttfe.p50)), f(mid("on", (x) => x.ttfe.p50)), f(mid("on", (x) => x.ttfe.p50) / mid("off", (x) => x.ttfe.p50))],
+        ["first event p50 (ms)", f(ttfe.off.p50), f(ttfe.on.p50), f(ttfe.on.p50 / ttfe.off.p50)],
         ["full response p99 (ms)", f(mid("off", (x) => x.latP99), 0), f(mid("on", (x) => x.latP99), 0), ""],
-        ["errors + non-2xx", String(rounds.reduce((n, r) => n + r.off.errors + r.off.non2xx + r.off.timeouts, 0)), String(rounds.reduce((n, r) => n + r.on.errors + r.on.non2xx + r.on.timeouts, 0)), ""],
+        ["errors + non-2xx", String(rounds.reduce((n, r) => n + r.off.bad, 0)), String(rounds.reduce((n, r) => n + r.on.bad, 0)), ""],
       ],
     );
     log("");
+    log(
+      `tracing on sent ${after.requests - before.requests} OTLP requests (${((after.bytes - before.bytes) / 1e6).toFixed(1)} MB); ` +
+        `dropped spans queue_full ${dropped.queue_full ?? 0}, export_failed ${dropped.export_failed ?? 0}`,
+    );
     log(`ratio tracing on/off chat turns/s: median ${f(ratio)} of ${rounds.map((r) => f(r.ratio)).join(", ")} (target >= 0.85: ${ratio >= 0.85 ? "met" : "NOT met"})`);
     log(
-      `process CPU per chat on/off: median ${f(median(rounds.map((r) => r.cpuRatio)))} (server, load generator and sink together: what tracing costs per chat, ` +
-        `less disturbed by other load on the machine than throughput)`,
+      `throughput the server's main thread allows, on/off (its CPU per chat off/on): median ${f(mainRatio)} of ${rounds.map((r) => f(r.mainRatio)).join(", ")} ` +
+        `(what tracing costs the event loop per chat, less disturbed by the threads sharing the cores)`,
     );
   } finally {
+    for (const { server, app } of Object.values(served)) {
+      await closeServer(server);
+      await app.close(); // flushes what the batch processor still holds
+    }
     await sink.close();
   }
 }
