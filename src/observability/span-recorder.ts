@@ -10,10 +10,12 @@
  * about 600 us: with three spans a chat that alone took most of the 15% budget tracing has. This
  * one keeps what export needs and nothing else; the SDK still batches, encodes and sends.
  *
- * Sampling is the SDK default, parent-based always-on: a span is recorded unless its parent
- * (a caller's traceparent) says not sampled; then it is a non-recording span that still carries
- * the trace on. Limits are the SDK defaults (128 attributes, events and links a span; past them
- * the oldest event or link goes, a new attribute is dropped, each counted).
+ * Sampling follows OTEL_TRACES_SAMPLER as the SDK reads it (default parent-based always-on): a
+ * span not sampled is a non-recording span that still carries the trace on (its traceparent says
+ * not sampled). The trace-id ratio is the specification's consistent one: a trace is sampled when
+ * the last 56 bits of its id, as a fraction, reach 1 - ratio, so every service with the same ratio
+ * keeps the same traces. Limits are the SDK defaults (128 attributes, events and links a span;
+ * past them the oldest event or link goes, a new attribute is dropped, each counted).
  */
 import {
   type Attributes,
@@ -43,11 +45,34 @@ export interface EndedSpans {
   onEnd(span: RecordedSpan): void;
 }
 
+/** The OTEL_TRACES_SAMPLER values offered (the remote samplers are not). */
+export type SamplerName = "parentbased_always_on" | "parentbased_always_off" | "parentbased_traceidratio" | "always_on" | "always_off" | "traceidratio";
+
+/** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG. */
+export interface SamplerChoice {
+  /** What decides a span without a parent (and every span when not parent-based). */
+  readonly root: "always_on" | "always_off" | "traceidratio";
+  /** A span with a valid parent follows the parent's decision. */
+  readonly parentBased: boolean;
+  /** The probability under `traceidratio`, 0 to 1. */
+  readonly ratio: number;
+}
+
+export const DEFAULT_SAMPLER: SamplerChoice = { root: "always_on", parentBased: true, ratio: 1 };
+
 export interface SpanRecorderOptions {
   /** The SDK's Resource (or any object with attributes): the same object on every span. */
   readonly resource: { readonly attributes: Attributes };
   readonly scope: { readonly name: string; readonly version?: string | undefined };
   readonly ended: EndedSpans;
+  readonly sampler?: SamplerChoice | undefined;
+}
+
+/** The sampler the OTEL_TRACES_SAMPLER variables name. */
+export function samplerChoice(name: SamplerName, ratio: number): SamplerChoice {
+  const parentBased = name.startsWith("parentbased_");
+  const root = name.replace(/^parentbased_/, "") as SamplerChoice["root"];
+  return { root, parentBased, ratio };
 }
 
 const LIMIT = 128;
@@ -57,6 +82,7 @@ const ZERO_TRACE = "0".repeat(32);
 const ZERO_SPAN = "0".repeat(16);
 
 export function createSpanRecorder(o: SpanRecorderOptions): Tracer {
+  const sampler = o.sampler ?? DEFAULT_SAMPLER;
   const startSpan = (name: string, options: SpanOptions = {}, parent: Context = contexts.active()): Span => {
     const parentSpan = options.root ? undefined : trace.getSpan(parent);
     const parentSc = parentSpan?.spanContext();
@@ -68,8 +94,8 @@ export function createSpanRecorder(o: SpanRecorderOptions): Tracer {
       traceFlags: TraceFlags.SAMPLED,
     };
     if (valid && parentSc.traceState !== undefined) spanContext.traceState = parentSc.traceState;
-    if (valid && (parentSc.traceFlags & TraceFlags.SAMPLED) === 0) {
-      // Parent-based sampling: the caller's trace was not sampled, so neither is this span.
+    const sampled = valid && sampler.parentBased ? (parentSc.traceFlags & TraceFlags.SAMPLED) !== 0 : sampleRoot(sampler, spanContext.traceId);
+    if (!sampled) {
       spanContext.traceFlags = TraceFlags.NONE;
       return trace.wrapSpanContext(spanContext);
     }
@@ -84,6 +110,14 @@ export function createSpanRecorder(o: SpanRecorderOptions): Tracer {
     return contexts.with(trace.setSpan(ctx, span), fn, undefined, span);
   }
   return { startSpan, startActiveSpan } as Tracer;
+}
+
+function sampleRoot(sampler: SamplerChoice, traceId: string): boolean {
+  if (sampler.root === "always_on") return true;
+  if (sampler.root === "always_off") return false;
+  // The last 56 bits of the id as a fraction of 2^56, in two exact halves of 28 bits.
+  const r = Number.parseInt(traceId.slice(18, 25), 16) / 2 ** 28 + Number.parseInt(traceId.slice(25, 32), 16) / 2 ** 56;
+  return r >= 1 - sampler.ratio;
 }
 
 /** A random id that is not all zeros (W3C: such an id is invalid). */

@@ -7,6 +7,7 @@
  */
 import type { Attributes, Tracer } from "@opentelemetry/api";
 import type { Logger } from "./logger.js";
+import type { SamplerName } from "./span-recorder.js";
 import type { Counter } from "./metrics.js";
 import { PROJECT_NAME, type TraceCapture } from "./tracing.js";
 
@@ -31,6 +32,8 @@ export interface TracingSettings {
   readonly OTEL_BSP_EXPORT_TIMEOUT: number;
   readonly OTEL_BSP_MAX_QUEUE_SIZE: number;
   readonly OTEL_BSP_MAX_EXPORT_BATCH_SIZE: number;
+  readonly OTEL_TRACES_SAMPLER: SamplerName;
+  readonly OTEL_TRACES_SAMPLER_ARG: number;
 }
 
 export interface TraceExportInput {

@@ -24,7 +24,7 @@ import { type CaptureFilter, captureFilter } from "../observability/capture.js";
 import { createExportHealth, type ExportHealth, failureKind } from "../observability/export-health.js";
 import { otlpHeaders, otlpProtocol, otlpTracesUrl, type TraceExport, type TraceExportInput, type TracingSettings, traceResource, vendorProject } from "../observability/trace-export.js";
 import { otlpProtobufRequest } from "../observability/otlp-protobuf.js";
-import { createSpanRecorder, type EndedSpans, type RecordedSpan } from "../observability/span-recorder.js";
+import { createSpanRecorder, samplerChoice, type EndedSpans, type RecordedSpan } from "../observability/span-recorder.js";
 import { PROJECT_NAME } from "../observability/tracing.js";
 import { VendorSpanExporter } from "../observability/vendor-exporter.js";
 
@@ -51,7 +51,7 @@ export function nodeTraceExport(input: TraceExportInput): TraceExport {
   const resource = defaultResource().merge(resourceFromAttributes(traceResource(settings)));
   let stopped: Promise<void> | undefined;
   return {
-    tracer: createSpanRecorder({ resource, scope: { name: PROJECT_NAME, version: settings.AGENT_VERSION }, ended: guard }),
+    tracer: createSpanRecorder({ resource, scope: { name: PROJECT_NAME, version: settings.AGENT_VERSION }, sampler: samplerChoice(settings.OTEL_TRACES_SAMPLER, settings.OTEL_TRACES_SAMPLER_ARG), ended: guard }),
     w3c: !vendor,
     flush: () => guard.forceFlush().catch(() => undefined),
     shutdown: () => (stopped ??= guard.shutdown().catch(() => undefined)),

@@ -8,7 +8,7 @@
  */
 import { createExportHealth } from "../observability/export-health.js";
 import { FetchSpanExporter } from "../observability/fetch-exporter.js";
-import { createSpanRecorder } from "../observability/span-recorder.js";
+import { createSpanRecorder, samplerChoice } from "../observability/span-recorder.js";
 import { otlpHeaders, otlpProtocol, otlpTracesUrl, type TraceExport, type TraceExportInput, traceResource, vendorProject } from "../observability/trace-export.js";
 import { PROJECT_NAME } from "../observability/tracing.js";
 import { VendorSpanExporter } from "../observability/vendor-exporter.js";
@@ -29,7 +29,7 @@ export function workerTraceExport(input: TraceExportInput): TraceExport {
         maxBatch: settings.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
       });
   const resource = { attributes: traceResource(settings) };
-  const tracer = createSpanRecorder({ resource, scope: { name: PROJECT_NAME, version: settings.AGENT_VERSION }, ended: { onEnd: (span) => exporter.export([span], () => undefined) } });
+  const tracer = createSpanRecorder({ resource, scope: { name: PROJECT_NAME, version: settings.AGENT_VERSION }, sampler: samplerChoice(settings.OTEL_TRACES_SAMPLER, settings.OTEL_TRACES_SAMPLER_ARG), ended: { onEnd: (span) => exporter.export([span], () => undefined) } });
   let stopped: Promise<void> | undefined;
   return {
     tracer,

@@ -32,6 +32,18 @@ export const int = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER
       .default(fallback),
   ) as unknown as z.ZodType<number, unknown>;
 
+/** A decimal number from 0 to 1 (a probability). */
+export const fraction = (fallback: number) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .regex(/^\s*(\d+\.?\d*|\.\d+)\s*$/, { message: "must be a number from 0 to 1" })
+      .transform((s) => Number(s.trim()))
+      .pipe(z.number().max(1, { message: "must be a number from 0 to 1" }))
+      .default(fallback),
+  ) as unknown as z.ZodType<number, unknown>;
+
 const TRUE = new Set(["true", "1", "yes", "on"]);
 const FALSE = new Set(["false", "0", "no", "off"]);
 

@@ -4,7 +4,7 @@
  * startup rather than being silently ignored.
  */
 import { z } from "zod";
-import { bool, boolWithDefault, csv, int, oneOf, rawString, text, textWithDefault, url } from "./fields.js";
+import { bool, boolWithDefault, csv, fraction, int, oneOf, rawString, text, textWithDefault, url } from "./fields.js";
 
 const ROLE_LIST_RULE = { message: "role names must not contain spaces" };
 const roleList = () => csv().refine((roles) => roles.every((r) => !/\s/.test(r)), ROLE_LIST_RULE);
@@ -166,6 +166,9 @@ export const settingsShape = {
   OTEL_BSP_MAX_QUEUE_SIZE: int(2048, 1, 1_000_000),
   OTEL_BSP_MAX_EXPORT_BATCH_SIZE: int(512, 1, 1_000_000),
   OTEL_RESOURCE_ATTRIBUTES: text(),
+  // Sampling as the OpenTelemetry SDK reads it (the remote samplers jaeger_remote and xray are not offered).
+  OTEL_TRACES_SAMPLER: oneOf(["parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio", "always_on", "always_off", "traceidratio"] as const, "parentbased_always_on"),
+  OTEL_TRACES_SAMPLER_ARG: fraction(1),
   TRACE_CAPTURE: oneOf(["metadata", "full"] as const, "metadata"),
   PROPAGATE_TRACE_HEADERS: z.preprocess(
     (v) => (typeof v === "string" && v !== "" ? v.trim().toLowerCase() : undefined),

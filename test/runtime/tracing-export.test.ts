@@ -1,6 +1,6 @@
 /**
  * The Node entry's trace export (src/runtime/tracing.ts) against a loopback OTLP/HTTP receiver:
- * the SDK's batch processor and OTLP exporter, protobuf and JSON, the span tree the facade builds,
+ * the span recorder, the SDK's batch processor and OTLP exporter, protobuf and JSON, sampling, the span tree the facade builds,
  * TRACE_CAPTURE applied before export, and a receiver that is down (nothing thrown, nothing slowed,
  * drops counted, one warning per outage).
  */
@@ -109,6 +109,25 @@ describe.each([
     for (const content of ["ship order 7 to Alice", "calling the tool", "Alice"]) expect(text.includes(content), content).toBe(capture === "full");
     expect(text).not.toContain("secret=1");
     expect(dropped.get({ reason: "export_failed" }) + dropped.get({ reason: "queue_full" })).toBe(0);
+  });
+});
+
+describe("OTEL_TRACES_SAMPLER through the Node entry's factory", () => {
+  it("always_off exports nothing, yet passes the trace on to peers marked not sampled; the default exports every span", async () => {
+    const rx = await receiver();
+    const off = setup({ OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_TRACES_SAMPLER: "always_off" });
+    const headers: Record<string, string> = {};
+    const span = off.tracing.serverSpan("POST").route("/chat");
+    off.tracing.inject(headers, "peer", span, "req-1");
+    span.end();
+    await off.exp.flush();
+    expect(headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect(rx.requests).toHaveLength(0);
+
+    const on = setup({ OTEL_EXPORTER_OTLP_ENDPOINT: rx.url });
+    on.tracing.serverSpan("POST").route("/chat").end();
+    await on.exp.flush();
+    expect(rx.spans.map((s) => s.name)).toEqual(["POST /chat"]);
   });
 });
 

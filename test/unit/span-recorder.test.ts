@@ -3,13 +3,18 @@ import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 import { describe, expect, it } from "vitest";
-import { createSpanRecorder, type RecordedSpan } from "../../src/observability/span-recorder.js";
+import { createSpanRecorder, type RecordedSpan, type SamplerName, samplerChoice } from "../../src/observability/span-recorder.js";
 import { parseTraceparent } from "../../src/observability/trace-context.js";
 
-function recorder() {
+function recorder(sampler?: [SamplerName, number]) {
   const ended: RecordedSpan[] = [];
   const resource = resourceFromAttributes({ "service.name": "svc" });
-  const tracer = createSpanRecorder({ resource, scope: { name: "agent-service", version: "9.9.9" }, ended: { onEnd: (s) => void ended.push(s) } });
+  const tracer = createSpanRecorder({
+    resource,
+    scope: { name: "agent-service", version: "9.9.9" },
+    ended: { onEnd: (s) => void ended.push(s) },
+    sampler: sampler && samplerChoice(...sampler),
+  });
   return { tracer, ended, resource };
 }
 
@@ -142,5 +147,55 @@ describe("the span recorder", () => {
     expect(rs.resource.attributes).toContainEqual({ key: "service.name", value: { stringValue: "svc" } });
     expect(rs.scopeSpans[0].scope).toMatchObject({ name: "agent-service", version: "9.9.9" });
     expect(rs.scopeSpans[0].spans[0]).toMatchObject({ name: "POST /chat", kind: 2, traceId: s.spanContext().traceId, spanId: s.spanContext().spanId });
+  });
+
+  describe("sampling (OTEL_TRACES_SAMPLER)", () => {
+    const sampled = (s: Span) => (s.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
+    const caller = (flags: string) => trace.setSpanContext(context.active(), parseTraceparent(`00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-${flags}`)!);
+
+    it("always_off records nothing, yet its spans carry the trace on, marked not sampled", () => {
+      const { tracer, ended } = recorder(["always_off", 1]);
+      const root = tracer.startSpan("root");
+      expect(root.isRecording()).toBe(false);
+      expect(root.spanContext().traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(sampled(root)).toBe(false);
+      const child = tracer.startSpan("child", {}, trace.setSpan(context.active(), root));
+      expect(child.spanContext().traceId).toBe(root.spanContext().traceId);
+      root.end();
+      child.end();
+      expect(ended).toHaveLength(0);
+    });
+
+    it("parent-based: a caller's decision wins over the root sampler, both ways", () => {
+      const off = recorder(["parentbased_always_off", 1]);
+      expect(sampled(off.tracer.startSpan("x", {}, caller("01")))).toBe(true);
+      expect(sampled(off.tracer.startSpan("x"))).toBe(false);
+      const on = recorder(["parentbased_always_on", 1]);
+      expect(sampled(on.tracer.startSpan("x", {}, caller("00")))).toBe(false);
+      // Not parent-based: the root sampler decides even under a sampled caller.
+      expect(sampled(recorder(["always_off", 1]).tracer.startSpan("x", {}, caller("01")))).toBe(false);
+    });
+
+    it("traceidratio keeps about the ratio of traces, the same ones in every service, and whole traces under parent-based", () => {
+      const a = recorder(["traceidratio", 0.25]);
+      const b = recorder(["traceidratio", 0.25]);
+      let kept = 0;
+      for (let i = 0; i < 4000; i++) {
+        const root = a.tracer.startSpan("root");
+        // The same trace id in another service with the same ratio: the same decision.
+        const elsewhere = b.tracer.startSpan("in b", {}, trace.setSpanContext(context.active(), { ...root.spanContext(), traceFlags: TraceFlags.SAMPLED, isRemote: true }));
+        expect(sampled(elsewhere)).toBe(sampled(root));
+        if (sampled(root)) kept++;
+      }
+      expect(kept).toBeGreaterThan(800);
+      expect(kept).toBeLessThan(1200);
+      const whole = recorder(["parentbased_traceidratio", 0.25]);
+      for (let i = 0; i < 200; i++) {
+        const root = whole.tracer.startSpan("root");
+        expect(sampled(whole.tracer.startSpan("child", {}, trace.setSpan(context.active(), root)))).toBe(sampled(root));
+      }
+      expect(recorder(["traceidratio", 0]).tracer.startSpan("x").isRecording()).toBe(false);
+      expect(recorder(["traceidratio", 1]).tracer.startSpan("x").isRecording()).toBe(true);
+    });
   });
 });

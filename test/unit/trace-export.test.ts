@@ -50,4 +50,15 @@ describe("the OTEL_* variables as trace export reads them", () => {
       expect((error as SettingsError).problems.map((p) => p.variable).sort()).toEqual(["OTEL_BSP_SCHEDULE_DELAY", "OTEL_EXPORTER_OTLP_PROTOCOL"]);
     }
   });
+
+  it("OTEL_TRACES_SAMPLER: the SDK's default, the six samplers it names, a ratio from 0 to 1; a remote sampler or a bad ratio stops startup", () => {
+    expect(settings({})).toMatchObject({ OTEL_TRACES_SAMPLER: "parentbased_always_on", OTEL_TRACES_SAMPLER_ARG: 1 });
+    expect(settings({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" })).toMatchObject({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: 0.1 });
+    try {
+      settings({ OTEL_TRACES_SAMPLER: "jaeger_remote", OTEL_TRACES_SAMPLER_ARG: "1.5" });
+      expect.unreachable();
+    } catch (error) {
+      expect((error as SettingsError).problems.map((p) => p.variable).sort()).toEqual(["OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"]);
+    }
+  });
 });
