@@ -220,6 +220,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     limits: {
       runTimeoutS: settings.RUN_TIMEOUT_S,
       recursionLimit: settings.RECURSION_LIMIT,
+      historyTokens: settings.MAX_HISTORY_TOKENS,
       dev: settings.dev,
       delegation: { callerNote: settings.A2A_CALLER_NOTE === "on", mentions: settings.A2A_DELEGATED_MENTIONS },
     },

@@ -33,6 +33,8 @@ export interface AgentSetup {
 export interface RunLimits {
   readonly runTimeoutS: number;
   readonly recursionLimit: number;
+  /** MAX_HISTORY_TOKENS: the newest whole turns of a thread that fit are sent to the model. */
+  readonly historyTokens: number;
   readonly dev: boolean;
   /** How requests another agent presents are framed (A2A_CALLER_NOTE, A2A_DELEGATED_MENTIONS). */
   readonly delegation: DelegationRules;

@@ -4,11 +4,13 @@
  * The transport (SSE, A2A) supplies `emit` and tells the run when its client is gone.
  */
 import type { RunEvent, SseErrorCode, Usage } from "../agent/events.js";
+import { HISTORY_CUT_NOTE, windowHistory } from "../agent/history.js";
 import { closeOpenToolCalls, runLoop, type StructuredAnswers } from "../agent/loop.js";
 import { publicApproval, type PublicApproval } from "../approvals/view.js";
 import type { Caller } from "../auth/caller.js";
 import { publicPrincipal } from "../auth/principal.js";
 import { framingFor } from "./delegation.js";
+import { readHistory } from "./history.js";
 import { isoTime } from "../clock.js";
 import { AppError, hasCode, isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
@@ -184,11 +186,11 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       controller.signal.throwIfAborted();
       await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
     };
-    const { messages, resume } = await conversation(ctx, input, firstMessage, persist);
+    const { messages, cut, resume } = await conversation(ctx, input, firstMessage, persist);
     // A resumed run acts on the words of the request that paused it.
     const request = input.message ?? lastUserWords(messages) ?? "";
     const framing = framingFor(caller, ctx.limits.delegation, request, input.origin);
-    const systemNote = framing.systemNote;
+    const systemNote = [framing.systemNote, cut ? HISTORY_CUT_NOTE : undefined].filter(Boolean).join("\n\n");
     const model = ctx.agent.model();
     const result = await runLoop({
       model,
@@ -311,14 +313,19 @@ async function conversation(
   input: RunInput,
   firstMessage: Message | undefined,
   persist: (batch: readonly Message[]) => Promise<void>,
-): Promise<{ messages: Message[]; resume: { calls: ToolCall[]; reason: string } | undefined }> {
-  if (firstMessage) return { messages: [firstMessage], resume: undefined };
-  const history = input.freshThread ? [] : await ctx.store.getMessages(input.threadId);
-  if (input.resume) return { messages: history, resume: waitingCalls(history) };
+): Promise<{ messages: Message[]; cut: boolean; resume: { calls: ToolCall[]; reason: string } | undefined }> {
+  if (firstMessage) return { messages: [firstMessage], cut: false, resume: undefined };
+  const budget = ctx.limits.historyTokens;
+  const { messages: history, whole } = input.freshThread ? { messages: [], whole: true } : await readHistory(ctx.store, input.threadId, budget);
+  const window = (messages: readonly Message[]) => {
+    const w = windowHistory(messages, budget);
+    return { messages: w.messages, cut: w.cut || !whole };
+  };
+  if (input.resume) return { ...window(history), resume: waitingCalls(history) };
   const repairs = closeOpenToolCalls(history, ctx.ids);
   const user: Message = { id: ctx.ids.messageId(), role: "user", content: input.message ?? "" };
   await persist([...repairs, user]);
-  return { messages: [...history, ...repairs, user], resume: undefined };
+  return { ...window([...history, ...repairs, user]), resume: undefined };
 }
 
 function structuredFor(ctx: RunsContext, modelCanStructure: boolean | undefined): { structured?: StructuredAnswers } {

@@ -190,6 +190,8 @@ export const settingsShape = {
   MAX_METADATA_VALUE_CHARS: int(256, 1, 100_000),
   RUN_TIMEOUT_S: int(300, 1, 86400),
   RECURSION_LIMIT: int(50, 2, 10000),
+  /** The history budget (issue 20): estimated tokens of a thread's newest whole turns sent to the model. */
+  MAX_HISTORY_TOKENS: int(64_000, 100, 100_000_000),
   SSE_HEARTBEAT_S: int(15, 1, 3600),
 
   // runtime entries

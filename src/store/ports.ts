@@ -14,7 +14,7 @@ export type { ApprovalStore } from "./ports/approvals.js";
 export type { LeaseClaim, LeaseHandle, ThreadLease } from "./ports/lease.js";
 export type { Claimed, RunEnd, RunRecord, RunStart, RunStatus, RunStore } from "./ports/runs.js";
 export type { TaskStore } from "./ports/tasks.js";
-export type { ListThreadsQuery, Message, ThreadRow, ThreadStore, ToolCall } from "./ports/threads.js";
+export type { ListThreadsQuery, Message, MessagePage, ThreadRow, ThreadStore, ToolCall } from "./ports/threads.js";
 
 /** Every table's port in one adapter (one database, one connection pool). */
 export interface Store extends ThreadStore, RunStore, ApprovalStore, TaskStore {

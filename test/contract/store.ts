@@ -336,6 +336,30 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect(await lease.renew(next, TTL)).toBe(true);
       });
 
+      it("pages: the newest, those before or after a message named by id, in thread order; null for an anchor not in the thread", async () => {
+        const row = thread("paged");
+        const other = thread("paged-other");
+        await store.createThread(row);
+        await store.createThread(other);
+        const ms: Message[] = Array.from({ length: 12 }, (_, i) => ({ id: mid(), role: i % 2 === 0 ? "user" : "assistant", content: `m${i} ${"é".repeat(i)}` }) as Message);
+        await store.appendMessages(row.thread_id, ms.slice(0, 5), at(3));
+        await store.appendMessages(row.thread_id, ms.slice(5), at(4));
+        const foreign: Message = { id: mid(), role: "user", content: "elsewhere" };
+        await store.appendMessages(other.thread_id, [foreign], at(5));
+        const page = (p: { limit: number; before?: string; after?: string }) => store.getMessagePage(row.thread_id, p);
+        expect(await page({ limit: 3 })).toEqual(ms.slice(9));
+        expect(await page({ limit: 50 })).toEqual(ms);
+        expect(await page({ limit: 4, before: ms[9]!.id })).toEqual(ms.slice(5, 9));
+        expect(await page({ limit: 4, before: ms[2]!.id })).toEqual(ms.slice(0, 2));
+        expect(await page({ limit: 4, before: ms[0]!.id })).toEqual([]);
+        expect(await page({ limit: 4, after: ms[3]!.id })).toEqual(ms.slice(4, 8));
+        expect(await page({ limit: 4, after: ms[10]!.id })).toEqual(ms.slice(11));
+        expect(await page({ limit: 4, after: ms[11]!.id })).toEqual([]);
+        expect(await page({ limit: 4, before: foreign.id })).toBeNull();
+        expect(await page({ limit: 4, after: "no-such-message" })).toBeNull();
+        expect(await store.getMessagePage(`${tag}-missing`, { limit: 5 })).toEqual([]);
+      });
+
       it("returns a copy: changing the result does not change the store", async () => {
         const row = thread("copy");
         await store.createThread(row);

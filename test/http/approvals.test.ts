@@ -275,7 +275,12 @@ describe("a run that cannot resume", () => {
   it("is given up after three failed tries, loudly, instead of being retried by every sweep; nothing is sent", async () => {
     let broken = false;
     const inner = store;
-    store = { ...inner, getMessages: (id: string) => (broken ? Promise.reject(new Error("disk gone")) : inner.getMessages(id)) };
+    const gone = () => Promise.reject(new Error("disk gone"));
+    store = {
+      ...inner,
+      getMessages: (id: string) => (broken ? gone() : inner.getMessages(id)),
+      getMessagePage: (id, page) => (broken ? gone() : inner.getMessagePage(id, page)),
+    };
     const a = await app();
     const { approval, run_id } = await pause(a);
     broken = true;

@@ -6,6 +6,7 @@
  * (spec 4.6): no timeout, no thread lease, no run record, except the record a pause needs so our
  * approval route can resume the run.
  */
+import { HISTORY_CUT_NOTE, windowHistory } from "../../agent/history.js";
 import type { RunEvent } from "../../agent/events.js";
 import { Loop } from "../../agent/loop.js";
 import { ACTIONS, type Principal } from "../../auth/principal.js";
@@ -70,7 +71,9 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
   // Our events go out on the server's `custom` stream mode.
   const emit = (event: RunEvent) => config.writer?.(event);
 
-  const loop = (messages: readonly Message[], out: Message[]) => {
+  const loop = (all: readonly Message[], out: Message[]) => {
+    // The same history budget as a standalone run (agent/history.ts): the newest whole turns.
+    const { messages, cut } = windowHistory(all, ctx.limits.historyTokens);
     const words = lastUserWords(messages) ?? "";
     const haystack = words.toLowerCase();
     const rs = ctx.agent.responseSchema;
@@ -78,14 +81,14 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
     const strategy = rs && (rs.strategy === "tool" || (rs.strategy === "auto" && !model.structuredOutput) ? "tool" : "provider");
     return new Loop({
       model,
-      system: ctx.agent.system,
+      system: cut ? `${ctx.agent.system}\n\n${HISTORY_CUT_NOTE}` : ctx.agent.system,
       tools: ctx.agent.tools,
       recursionLimit: ctx.limits.recursionLimit,
       dev: ctx.limits.dev,
       signal,
       ids: ctx.ids,
       logger,
-      messages: [...messages],
+      messages,
       emit,
       persist: async (batch) => void out.push(...batch),
       isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),

@@ -7,6 +7,7 @@
  */
 import { LeaseLost } from "../../errors.js";
 import type { Message, Store, ThreadRow } from "../../store/ports.js";
+import { pageOfMessages } from "../../store/records/messages.js";
 import type { ServerThreads } from "./server-threads.js";
 
 export function graphServerStore(base: Store, server: ServerThreads): Store {
@@ -40,6 +41,8 @@ export function graphServerStore(base: Store, server: ServerThreads): Store {
       return onServer || ours;
     },
     getMessages: (threadId) => server.messages(threadId),
+    // The server keeps a thread's messages in its state, read whole: the page is cut from them.
+    getMessagePage: async (threadId, page) => pageOfMessages(await server.messages(threadId), page),
     async appendMessages(threadId, messages, at, fence) {
       // The fence is checked where the lease lives (Postgres refuses a write past a lost lease).
       if (fence) await base.appendMessages(threadId, [], at, fence);

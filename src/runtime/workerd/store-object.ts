@@ -8,7 +8,7 @@
 import { DurableObject, type DurableObjectState } from "cloudflare:workers";
 import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../../store/records/approval.js";
 import type { ListTasksQuery, TaskRecord } from "../../store/records/task.js";
-import type { ListThreadsQuery, Message, RunEnd, RunRecord, RunStart, ThreadRow } from "../../store/ports.js";
+import type { ListThreadsQuery, Message, MessagePage, RunEnd, RunRecord, RunStart, ThreadRow } from "../../store/ports.js";
 import { type FencedWrite, sqliteTables, type SqliteTables } from "../../store/durable/tables.js";
 import type { StoreObjectApi } from "../../store/durable/objects.js";
 
@@ -34,6 +34,7 @@ export class AgentStoreObject extends DurableObject implements Sync<StoreObjectA
   idleThreads(before: string, limit: number) { return this.#tables.idleThreads(before, limit); }
   deleteThread(id: string) { return this.#tables.deleteThread(id); }
   getMessages(id: string) { return this.#tables.getMessages(id); }
+  getMessagePage(id: string, page: MessagePage) { return this.#tables.getMessagePage(id, page); }
   appendMessages(id: string, messages: readonly Message[], at: string) { this.#tables.appendMessages(id, messages, at); }
 
   createRun(run: RunRecord, append?: { readonly messages: readonly Message[]; readonly at: string }) { this.#tables.createRun(run, append); }

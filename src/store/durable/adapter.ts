@@ -51,6 +51,7 @@ export function createDurableStore(objects: DurableObjects, clock: Clock): Store
     idleThreads: (before, limit) => s().idleThreads(before, limit),
     deleteThread: (id) => s().deleteThread(id),
     getMessages: (id) => s().getMessages(id),
+    getMessagePage: (id, page) => s().getMessagePage(id, page),
     async appendMessages(threadId, messages, at, fence) {
       if (fence) await fenced(threadId, fence, { kind: "append", threadId, messages, at });
       else await s().appendMessages(threadId, messages, at);

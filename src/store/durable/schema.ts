@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS messages (
   body TEXT NOT NULL,
   PRIMARY KEY (thread_id, seq)
 );
+CREATE INDEX IF NOT EXISTS messages_id ON messages (json_extract(body, '$.id'));
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY,
   thread_id TEXT NOT NULL,

@@ -1,5 +1,5 @@
 /** The threads and messages tables in SQLite (synchronous: see ./sql.ts). */
-import type { ListThreadsQuery, Message, ThreadRow } from "../ports.js";
+import type { ListThreadsQuery, Message, MessagePage, ThreadRow } from "../ports.js";
 import { first, parsed, type Sqlite } from "./sql.js";
 
 interface ThreadColumns {
@@ -68,6 +68,22 @@ export function threadTables(db: Sqlite) {
         .exec<{ body: string }>("SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", threadId)
         .toArray()
         .map((r) => parsed<Message>(r.body));
+    },
+
+    getMessagePage(threadId: string, page: MessagePage): Message[] | null {
+      const anchor = page.before ?? page.after;
+      let rows: { body: string }[];
+      if (anchor === undefined) {
+        rows = db.exec<{ body: string }>("SELECT body FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?", threadId, page.limit).toArray().reverse();
+      } else {
+        const at = first<{ seq: number }>(db, "SELECT seq FROM messages WHERE json_extract(body, '$.id') = ? AND thread_id = ?", anchor, threadId)?.seq;
+        if (at === undefined) return null;
+        rows =
+          page.before !== undefined
+            ? db.exec<{ body: string }>("SELECT body FROM messages WHERE thread_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?", threadId, at, page.limit).toArray().reverse()
+            : db.exec<{ body: string }>("SELECT body FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", threadId, at, page.limit).toArray();
+      }
+      return rows.map((r) => parsed<Message>(r.body));
     },
 
     /** Appends in order and bumps updated_at; nothing for a thread that does not exist (as in memory). */

@@ -2,6 +2,7 @@
 import type { ListTasksQuery, TaskRecord } from "../records/task.js";
 import type { ApprovalRecord, ListApprovalsQuery } from "../records/approval.js";
 import { withDecision } from "../records/decision.js";
+import { pageOfMessages } from "../records/messages.js";
 import { LeaseLost } from "../../errors.js";
 import { hasNul, withoutNul } from "../../json.js";
 import type { ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
@@ -125,6 +126,9 @@ export function createMemoryStore(): Store {
     },
     async getMessages(threadId) {
       return [...(threads.get(threadId)?.messages ?? [])];
+    },
+    async getMessagePage(threadId, page) {
+      return pageOfMessages(threads.get(threadId)?.messages ?? [], page);
     },
     async appendMessages(threadId, messages, at) {
       append(threadId, messages, at);

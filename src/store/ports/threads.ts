@@ -46,6 +46,15 @@ export interface ListThreadsQuery {
   readonly offset: number;
 }
 
+/** A page of a thread's messages: the newest `limit`, or the `limit` next to an anchor message. */
+export interface MessagePage {
+  readonly limit: number;
+  /** The messages just before this message (by id), oldest first; at most one of before and after. */
+  readonly before?: string | undefined;
+  /** The messages just after this message (by id). */
+  readonly after?: string | undefined;
+}
+
 export interface ThreadStore {
   getThread(threadId: string): Promise<ThreadRow | null>;
   /**
@@ -61,6 +70,12 @@ export interface ThreadStore {
   deleteThread(threadId: string): Promise<boolean>;
 
   getMessages(threadId: string): Promise<Message[]>;
+  /**
+   * Up to `page.limit` messages in thread order: the newest, or those just before or after the
+   * anchor message. Null when the anchor is not a message of this thread; [] for a thread that
+   * does not exist. Reads only the page (and the anchor), whatever the thread's length.
+   */
+  getMessagePage(threadId: string, page: MessagePage): Promise<Message[] | null>;
   /**
    * Appends in order and bumps the thread's `updated_at`. With `fence`, the write happens only
    * while that lease still holds the thread (adapters shared by replicas refuse it otherwise).

@@ -132,7 +132,7 @@ const EXPECTED = {
     a2a_tasks: ["task_id", "context_id", "owner", "state", "created_at", "updated_at", "actor", "status_parts", "artifacts", "approval_ids", "run_id", "instance_id"],
     leases: ["thread_id", "holder", "generation", "expires_at"],
   } as Record<string, string[]>,
-  indexes: ["threads_owner_updated", "threads_updated", "runs_thread", "runs_running", "runs_paused", "approvals_thread", "approvals_run", "approvals_pending", "a2a_tasks_owner", "a2a_tasks_context"],
+  indexes: ["messages_id", "threads_owner_updated", "threads_updated", "runs_thread", "runs_running", "runs_paused", "approvals_thread", "approvals_run", "approvals_pending", "a2a_tasks_owner", "a2a_tasks_context"],
   sequences: ["lease_generation"],
 };
 
@@ -175,6 +175,8 @@ const DDL = `
       message jsonb NOT NULL,
       PRIMARY KEY (thread_id, seq)
     );
+    -- A page of messages is asked for next to a message named by its id.
+    CREATE INDEX IF NOT EXISTS messages_id ON messages ((message->>'id'));
 
     CREATE TABLE IF NOT EXISTS runs (
       run_id text PRIMARY KEY,

@@ -78,6 +78,24 @@ export function createThreadStore(sql: Sql, guard: Guard): ThreadStore {
       const rows = await sql`SELECT message FROM messages WHERE thread_id = ${id} ORDER BY seq`;
       return rows.map((r) => r.message as Message);
     }),
+    getMessagePage: (id, page) => guard(async () => {
+      // The anchor is found by its id (index messages_id); the page by seq, newest first, then turned.
+      const anchor = page.before ?? page.after;
+      const rows = anchor === undefined
+        ? await sql`SELECT message FROM messages WHERE thread_id = ${id} ORDER BY seq DESC LIMIT ${page.limit}`
+        : await sql`
+            WITH a AS (SELECT seq FROM messages WHERE (message->>'id') = ${anchor} AND thread_id = ${id})
+            SELECT NULL::jsonb AS message, 0::bigint AS seq FROM a
+            UNION ALL (
+              SELECT m.message, m.seq FROM messages m, a
+              WHERE m.thread_id = ${id} AND ${page.before !== undefined ? sql`m.seq < a.seq` : sql`m.seq > a.seq`}
+              ORDER BY m.seq ${page.before !== undefined ? sql`DESC` : sql`ASC`} LIMIT ${page.limit})`;
+      if (anchor === undefined) return rows.map((r) => r.message as Message).reverse();
+      // The first row marks that the anchor exists; the page follows it.
+      if (rows.length === 0) return null;
+      const page$ = rows.slice(1).map((r) => r.message as Message);
+      return page.before !== undefined ? page$.reverse() : page$;
+    }),
     appendMessages: (id, messages, at, fence?: LeaseHandle) => guard(async () => {
       if (messages.length === 0) return;
       const [r] = await sql`

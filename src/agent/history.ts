@@ -1,0 +1,42 @@
+/**
+ * The history budget (MAX_HISTORY_TOKENS, issue 20): what of a thread the model is sent. Every
+ * turn used to send the whole thread, so a turn's cost grew with the thread's length and a real
+ * model's context overflowed long before the thread ended.
+ *
+ * The rule: the thread is cut into turns, each a user message and everything after it up to the
+ * next user message (the answer, tool calls and their results, so a call is never separated from
+ * its result). The newest whole turns whose size fits the budget are sent; older turns are left
+ * out, and the system prompt then says so. The current turn is always sent whole, even when it
+ * alone is over the budget. Sizes are estimated, as the fake model counts tokens: a quarter of
+ * the characters of the content and tool calls (rounded up), plus 4 per message.
+ */
+import type { Message } from "../store/ports.js";
+
+/** Told to the model (after the system prompt) when older turns are left out. */
+export const HISTORY_CUT_NOTE = "Earlier turns of this conversation are not shown here.";
+
+/** The estimated tokens of one message. */
+export function messageTokens(m: Message): number {
+  let chars = m.content.length;
+  if (m.role === "assistant" && m.tool_calls) for (const c of m.tool_calls) chars += c.name.length + JSON.stringify(c.args).length;
+  return Math.ceil(chars / 4) + 4;
+}
+
+/**
+ * The newest whole turns of `messages` (in thread order) that fit `budget`, and whether anything
+ * before them was left out. A window that starts anywhere but at a user message is never sent:
+ * `messages` may begin in the middle of a turn (a page of a longer thread).
+ */
+export function windowHistory(messages: readonly Message[], budget: number): { messages: Message[]; cut: boolean } {
+  let tokens = 0;
+  let start = -1;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    tokens += messageTokens(messages[i]!);
+    if (messages[i]!.role !== "user") continue;
+    // The newest turn is kept whatever its size; an older one only while the total fits.
+    if (start >= 0 && tokens > budget) break;
+    start = i;
+  }
+  if (start <= 0) return { messages: messages.slice(), cut: false };
+  return { messages: messages.slice(start), cut: true };
+}

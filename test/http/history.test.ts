@@ -1,0 +1,130 @@
+/**
+ * The history budget (MAX_HISTORY_TOKENS, issue 20) end to end: a real OpenAI client against a
+ * loopback OpenAI-compatible server that records what the model is sent, over a thread of 300
+ * turns of 32,000 characters with tool calls among them. A turn late in the thread costs what a
+ * turn early in it costs (messages, characters, input tokens, messages read from the store), the
+ * window always starts at a user message with every tool result beside its call, and the system
+ * prompt says when earlier turns are left out.
+ */
+import { describe, expect, it } from "vitest";
+import { defineTool } from "../../src/index.js";
+import { createMemoryLease } from "../../src/store/memory/lease.js";
+import { createMemoryStore } from "../../src/store/memory/store.js";
+import type { Store } from "../../src/store/ports.js";
+import { makeApp, parseSse, post } from "../helpers.js";
+import { loopbackUpstream, sse } from "../providers/support.js";
+
+const model = loopbackUpstream({ basePath: "/v1" });
+
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+/** Answers in a line; a message that asks for the tool gets one call first, then its answer. */
+function answer(body: { messages: { role: string; content: string | null }[] }, res: Parameters<typeof sse>[0]): void {
+  const last = body.messages.at(-1)!;
+  if (last.role === "user" && String(last.content).startsWith("use the tool")) {
+    return sse(res, [chunk({ role: "assistant", tool_calls: [{ index: 0, id: `call-${body.messages.length}`, type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }] }), chunk({}, "tool_calls"), "data: [DONE]\n\n"]);
+  }
+  sse(res, [chunk({ role: "assistant", content: "noted" }), chunk({}, "stop"), "data: [DONE]\n\n"]);
+}
+
+const lookup = defineTool({
+  name: "lookup",
+  description: "Looks something up.",
+  parameters: { type: "object", properties: { q: { type: "string" } }, required: ["q"] },
+  calls: [],
+  run: async () => "found it",
+});
+
+/** A memory store that counts the messages each read hands back. */
+function countingStore(): { store: Store; read: () => number } {
+  const base = createMemoryStore();
+  let read = 0;
+  const store: Store = {
+    ...base,
+    getMessages: async (id) => {
+      const all = await base.getMessages(id);
+      read += all.length;
+      return all;
+    },
+    getMessagePage: async (id, page) => {
+      const got = await base.getMessagePage(id, page);
+      read += got?.length ?? 0;
+      return got;
+    },
+  };
+  return { store, read: () => read };
+}
+
+describe("the history budget", () => {
+  it("a 300-turn thread costs per turn what a 30-turn one does; windows start at a turn and keep calls with their results", async () => {
+    model.handler = (req, res) => answer(req.body, res);
+    const { store, read } = countingStore();
+    const app = await makeApp(
+      { MODEL_PROVIDER: "openai-compatible", MODEL_NAME: "m", MODEL_API_KEY: "k", OPENAI_BASE_URL: model.baseURL, MODEL_MAX_RETRIES: "0", MAX_HISTORY_TOKENS: "40000" },
+      { tools: [lookup], storage: async (_s, { clock }) => ({ store, lease: createMemoryLease(clock) }) },
+    );
+    try {
+      const big = "x".repeat(31_980);
+      const costs: { messages: number; chars: number; read: number; input: number; cut: boolean }[] = [];
+      for (let turn = 1; turn <= 300; turn++) {
+        const before = { requests: model.requests.length, read: read() };
+        // Every fifth turn asks for the tool: its call and result sit between the user message and the answer.
+        const message = turn % 5 === 0 ? `use the tool ${turn}` : `${turn} ${big}`;
+        const res = await app.fetch(post("/chat", { message, thread_id: "long" }));
+        const end = parseSse(await res.text()).at(-1)!;
+        expect(end, `turn ${turn}`).toMatchObject({ event: "message.end", data: { status: "ok" } });
+        const sent = model.requests.slice(before.requests);
+        const first = sent[0]!.body as { messages: { role: string; content: string | null; tool_calls?: { id: string }[]; tool_call_id?: string }[] };
+        const [system, ...history] = first.messages;
+        // The window starts at a user message, and every tool result follows its call.
+        expect(history[0]!.role, `turn ${turn}`).toBe("user");
+        const called = new Set<string>();
+        for (const m of history) {
+          for (const c of m.tool_calls ?? []) called.add(c.id);
+          if (m.role === "tool") expect(called.has(m.tool_call_id!), `turn ${turn}`).toBe(true);
+        }
+        costs.push({
+          messages: history.length,
+          chars: history.reduce((n, m) => n + String(m.content ?? "").length, 0),
+          read: read() - before.read,
+          input: end.data.usage?.input_tokens ?? 0,
+          cut: String(system!.content).includes("Earlier turns of this conversation are not shown here."),
+        });
+      }
+      // Early turns fit whole and say nothing; from the budget on, older turns are left out and the prompt says so.
+      expect(costs[0]!.cut).toBe(false);
+      expect(costs[1]!.cut).toBe(false);
+      expect(costs[29]!.cut).toBe(true);
+      expect(costs[299]!.cut).toBe(true);
+      // Turn 300 against turn 30 (both plain turns, the same distance from a tool turn): the same cost.
+      const at = (turn: number) => costs[turn - 1]!;
+      expect(at(299).messages).toBe(at(29).messages);
+      // (The turn numbers in the messages are a digit longer.)
+      expect(Math.abs(at(299).chars - at(29).chars)).toBeLessThanOrEqual(10);
+      expect(at(299).input).toBeLessThanOrEqual(at(29).input * 1.1);
+      // The store read grows with the budget, not with the thread: bounded, and turn 300 reads no more than turn 30.
+      expect(at(299).read).toBeLessThanOrEqual(Math.max(at(29).read, 64));
+      expect(Math.max(...costs.map((c) => c.chars))).toBeLessThan(40_000 * 4 + 32_000);
+      // The whole thread is still there to read.
+      expect((await store.getMessages("long")).length).toBeGreaterThan(600);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("the current turn is sent whole even when it alone is over the budget", async () => {
+    model.handler = (req, res) => answer(req.body, res);
+    const app = await makeApp({ MODEL_PROVIDER: "openai-compatible", MODEL_NAME: "m", MODEL_API_KEY: "k", OPENAI_BASE_URL: model.baseURL, MODEL_MAX_RETRIES: "0", MAX_HISTORY_TOKENS: "100" });
+    try {
+      await app.fetch(post("/chat", { message: "first words", thread_id: "small" })).then((r) => r.text());
+      const long = "y".repeat(2_000);
+      await app.fetch(post("/chat", { message: long, thread_id: "small" })).then((r) => r.text());
+      const last = model.requests.at(-1)!.body as { messages: { role: string; content: string }[] };
+      expect(last.messages.slice(1)).toEqual([{ role: "user", content: long }]);
+      expect(last.messages[0]!.content).toContain("Earlier turns of this conversation are not shown here.");
+    } finally {
+      await app.close();
+    }
+  });
+});

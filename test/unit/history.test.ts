@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { messageTokens, windowHistory } from "../../src/agent/history.js";
+import type { Message } from "../../src/store/ports.js";
+
+let n = 0;
+const user = (chars: number): Message => ({ id: `m${n++}`, role: "user", content: "u".repeat(chars) });
+const said = (chars: number): Message => ({ id: `m${n++}`, role: "assistant", content: "a".repeat(chars) });
+const call = (id: string): Message => ({ id: `m${n++}`, role: "assistant", content: "", tool_calls: [{ id, name: "lookup", args: { q: "x" } }] });
+const result = (id: string, chars: number): Message => ({ id: `m${n++}`, role: "tool", content: "r".repeat(chars), tool_call_id: id, name: "lookup", is_error: false });
+
+describe("windowHistory", () => {
+  it("estimates a quarter of the characters, tool calls included, plus 4 a message", () => {
+    expect(messageTokens(user(8))).toBe(6);
+    expect(messageTokens(user(9))).toBe(7);
+    expect(messageTokens(call("c1"))).toBe(Math.ceil(("lookup".length + '{"q":"x"}'.length) / 4) + 4);
+  });
+
+  it("keeps the newest whole turns that fit and says it cut; a thread that fits is sent whole", () => {
+    const turns = [[user(396), said(396)], [user(396), call("c1"), result("c1", 396), said(396)], [user(396), said(396)]];
+    const all = turns.flat();
+    const [t1, t2, t3] = turns.map((t) => t.reduce((sum, m) => sum + messageTokens(m), 0)) as [number, number, number];
+    expect(windowHistory(all, 10_000)).toEqual({ messages: all, cut: false });
+    expect(windowHistory(all, t1 + t2 + t3)).toEqual({ messages: all, cut: false });
+    expect(windowHistory(all, t1 + t2 + t3 - 1)).toEqual({ messages: [...turns[1]!, ...turns[2]!], cut: true });
+    expect(windowHistory(all, t2 + t3)).toEqual({ messages: [...turns[1]!, ...turns[2]!], cut: true });
+    expect(windowHistory(all, t2 + t3 - 1)).toEqual({ messages: turns[2], cut: true });
+  });
+
+  it("keeps the current turn whole however large, and starts no window inside a turn", () => {
+    const all = [user(40), said(40), user(4000), call("c9"), result("c9", 4000)];
+    expect(windowHistory(all, 10)).toEqual({ messages: all.slice(2), cut: true });
+    // A page that begins inside a turn: the window starts at its first user message.
+    const page = [result("c0", 40), said(40), user(40), said(40)];
+    expect(windowHistory(page, 10_000)).toEqual({ messages: page.slice(2), cut: true });
+  });
+});
