@@ -12,7 +12,17 @@
  */
 import { readFileSync } from "node:fs";
 
-const EXPECTED = ["node, memory", "node, postgres", "bun, memory", "bun binary, memory", "deno, memory", "workerd, durable objects"];
+const EXPECTED = [
+  "node, memory",
+  "node, postgres",
+  "bun, memory",
+  "bun, postgres",
+  "bun binary, memory",
+  "deno, memory",
+  "deno, postgres",
+  "workerd, durable objects",
+  "workerd, postgres",
+];
 const PREFIX = "smoke: ";
 
 const path = process.argv[2];

@@ -1,7 +1,8 @@
 /**
- * The smoke suite (smoke.ts) on Bun, memory store: the built entry (dist/bun.js, as `npm run
- * start:bun` runs it) and the single executable `npm run build:binary` makes (`bun build
- * --compile`, the same command, written to a temporary folder and run from there).
+ * The smoke suite (smoke.ts) on Bun: the built entry (dist/bun.js, as `npm run start:bun` runs
+ * it) with the memory store and with CHECKPOINTER=sql on the local PostgreSQL (smoke-postgres.ts),
+ * and the single executable `npm run build:binary` makes (`bun build --compile`, the same
+ * command, written to a temporary folder and run from there).
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -10,6 +11,7 @@ import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { entryStarter, killSpawned } from "../support/service-process.js";
 import { describeSmoke } from "./smoke.js";
+import { smokeSchema } from "./smoke-postgres.js";
 import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
 import { existsSync } from "node:fs";
 
@@ -24,6 +26,10 @@ it("the suite runs what `npm run start:bun` runs: the built bun entry, which exi
 });
 
 describeSmoke("bun, memory", entryStarter("bun"));
+
+const pg = smokeSchema("smoke_bun");
+describeSmoke("bun, postgres", entryStarter("bun", pg.env));
+pg.expectRows("bun, postgres");
 
 let dir: string | undefined;
 afterAll(() => {

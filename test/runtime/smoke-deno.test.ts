@@ -1,7 +1,11 @@
-/** The smoke suite (smoke.ts) on the built Deno entry (dist/deno.js) as a process on loopback, memory store. */
+/**
+ * The smoke suite (smoke.ts) on the built Deno entry (dist/deno.js) as a process on loopback: with
+ * the memory store, and with CHECKPOINTER=sql on the local PostgreSQL (smoke-postgres.ts).
+ */
 import { afterAll, expect, it } from "vitest";
 import { entryStarter, killSpawned } from "../support/service-process.js";
 import { describeSmoke } from "./smoke.js";
+import { smokeSchema } from "./smoke-postgres.js";
 import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
 import { existsSync } from "node:fs";
 
@@ -16,3 +20,7 @@ it("the suite runs what `npm run start:deno` runs: the built deno entry, which e
 });
 
 describeSmoke("deno, memory", entryStarter("deno"));
+
+const pg = smokeSchema("smoke_deno");
+describeSmoke("deno, postgres", entryStarter("deno", pg.env));
+pg.expectRows("deno, postgres");

@@ -1,13 +1,12 @@
 /**
  * The smoke suite (smoke.ts) on the built Node entry (dist/node.js) as a process on loopback:
  * with the memory store, and with CHECKPOINTER=sql on the local PostgreSQL (TEST_DSN, a schema
- * of its own, dropped afterwards).
+ * of its own, dropped afterwards: smoke-postgres.ts).
  */
-import postgres from "postgres";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { entryStarter, killSpawned } from "../support/service-process.js";
-import { dropSchemas, newSchemaName, TEST_DSN } from "../support/postgres.js";
 import { describeSmoke } from "./smoke.js";
+import { smokeSchema } from "./smoke-postgres.js";
 import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
 import { existsSync } from "node:fs";
 
@@ -23,19 +22,6 @@ it("the suite runs what `npm start` runs: the built node entry, which exists", (
 
 describeSmoke("node, memory", entryStarter("node"));
 
-const schema = newSchemaName("smoke");
-beforeAll(async () => {
-  const sql = postgres(TEST_DSN, { max: 1, onnotice: () => {} });
-  await sql.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-  await sql.end();
-});
-afterAll(() => dropSchemas([schema]));
-
-describeSmoke(
-  "node, postgres",
-  entryStarter("node", () => {
-    const dsn = new URL(TEST_DSN);
-    dsn.searchParams.set("search_path", schema);
-    return { CHECKPOINTER: "sql", SQLDB_DSN: dsn.toString() };
-  }),
-);
+const pg = smokeSchema("smoke_node");
+describeSmoke("node, postgres", entryStarter("node", pg.env));
+pg.expectRows("node, postgres");
