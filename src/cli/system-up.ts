@@ -5,9 +5,11 @@
  * `api-policy.yaml` and tools are read there as `npm start` would), on 127.0.0.1 at port_base +
  * its place in the file. Each caller gets the `protocol: a2a` APIs its edges need, merged into
  * its own policy in a generated file it reads through API_POLICY_PATH, and the variables they
- * name (the callee's URL, and for bearer edges the key). Every agent gets the same API_KEY: the
- * process's, else one made up for the session and printed, as `npm run dev` does. Ctrl-C or
- * SIGTERM stops them all (each drains its runs) and removes the generated files.
+ * name (the callee's URL, and for bearer edges the key). The file's `deploy.parallel` (default 3)
+ * agents start at once; the next starts when one of them listens, and none after one fails
+ * (those up are stopped, exit 3). Every agent gets the same API_KEY: the process's, else one
+ * made up for the session and printed, as `npm run dev` does. Ctrl-C or SIGTERM stops them all
+ * (each drains its runs) and removes the generated files.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -21,6 +23,7 @@ import type { System, SystemAgent } from "../tooling/system/types.js";
 import { safeLine } from "./escape.js";
 import type { Printer } from "./output.js";
 import { projectEnvFile } from "./system-host.js";
+import { startLimited } from "./start-limited.js";
 import { readSystem } from "./system.js";
 
 const HOST = "127.0.0.1";
@@ -74,7 +77,9 @@ export async function systemUp(p: Printer, file: string, environment: string): P
     return 3;
   }
 
-  const running = system.agents.map((agent) => start(p, agent, entry, envs.get(agent.name)!, `http://${HOST}:${ports.get(agent.name)}`));
+  // deploy.parallel agents start at once; the next starts when one of them listens.
+  const running: Running[] = [];
+  const failed: Running[] = [];
   let stopping = false;
   const stopAll = async () => {
     stopping = true;
@@ -84,18 +89,33 @@ export async function systemUp(p: Printer, file: string, environment: string): P
     clearTimeout(timer);
     cleanup();
   };
+  let signal: string | undefined;
   const signalled = new Promise<string>((resolve) => {
-    process.once("SIGINT", () => resolve("SIGINT"));
-    process.once("SIGTERM", () => resolve("SIGTERM"));
+    const on = (name: string) => () => resolve((signal ??= name));
+    process.once("SIGINT", on("SIGINT"));
+    process.once("SIGTERM", on("SIGTERM"));
   });
 
-  const started = await Promise.race([Promise.all(running.map((r) => r.listening)), signalled.then(() => "signal" as const)]);
-  if (started === "signal") {
+  if (system.agents.length > system.parallel)
+    p.text(`starting ${system.agents.length} agents, ${system.parallel} at a time (deploy.parallel)\n`);
+  const startup = startLimited(
+    system.agents,
+    system.parallel,
+    async (agent) => {
+      const r = start(p, agent, entry, envs.get(agent.name)!, `http://${HOST}:${ports.get(agent.name)}`);
+      running.push(r);
+      const up = await r.listening;
+      if (!up) failed.push(r);
+      return up;
+    },
+    () => stopping || signal !== undefined,
+  );
+  const started = await Promise.race([startup, signalled.then(() => "signal" as const)]);
+  if (started === "signal" || signal !== undefined) {
     await stopAll();
     return 0;
   }
-  const failed = running.filter((_, i) => !started[i]);
-  if (failed.length > 0) {
+  if (!started) {
     for (const r of failed) p.error(`agent ${r.agent.name} did not start (exit ${String(r.child.exitCode ?? r.child.signalCode ?? "timeout")}); stopping the others`);
     await stopAll();
     return 3;

@@ -5,13 +5,15 @@
  * reaching the second through ask_<agent>, both stopped on SIGTERM), and `policy explain`
  * (allowed, gated, refused, and a broken policy).
  */
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { spawn } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI, cli, killChildren } from "../support/cli-process.js";
+import { waitFor } from "../helpers.js";
 
 afterAll(killChildren);
 
@@ -85,16 +87,18 @@ describe("agentcli system check and graph", () => {
   });
 });
 
-/** Two consecutive free loopback ports. */
-async function freePair(): Promise<number> {
+/** `count` consecutive free loopback ports (two by default): the first. */
+async function freePair(count = 2): Promise<number> {
   for (let i = 0; i < 20; i++) {
     const server = createServer();
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const port = (server.address() as { port: number }).port;
     await new Promise((r) => server.close(r));
-    if (port < 65000 && (await isFree(port)) && (await isFree(port + 1))) return port;
+    let free = port < 65000;
+    for (let k = 0; free && k < count; k++) free = await isFree(port + k);
+    if (free) return port;
   }
-  throw new Error("no two free ports in a row");
+  throw new Error(`no ${count} free ports in a row`);
 }
 function isFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -163,6 +167,79 @@ environments:
     expect(await accepts(base + 1)).toBe(false);
     expect(readdirSync(dir).filter((n) => n.startsWith("agentcli-system-"))).toEqual([]);
   });
+
+  /**
+   * Each agent's TOOLS_MODULE notes in a shared log that its agent is starting, then holds the
+   * start until the test drops a release file (or throws, to fail that agent's start).
+   */
+  function heldAgents(names: readonly string[], parallel: number, portBase: number, hold: (name: string) => "wait" | "go" | "fail") {
+    const { dir, file } = workspace(names, `version: 1\nagents:\n${names.map((n) => `  ${n}: {project: ${n}}\n`).join("")}deploy: {parallel: ${parallel}}\nenvironments:\n  local: {port_base: ${portBase}}\n`);
+    const log = join(dir, "starts.log");
+    writeFileSync(log, "");
+    const dist = pathToFileURL(resolve("dist/index.js")).href;
+    for (const name of names) {
+      const release = join(dir, `release-${name}`);
+      const how = hold(name);
+      writeFileSync(join(dir, name, ".env"), "TOOLS_MODULE=./tools.mjs\n");
+      writeFileSync(
+        join(dir, name, "tools.mjs"),
+        `import { appendFileSync, existsSync } from "node:fs";
+import { defineTool } from ${JSON.stringify(dist)};
+appendFileSync(${JSON.stringify(log)}, ${JSON.stringify(`${name}\n`)});
+${how === "fail" ? 'throw new Error("held agent fails");' : ""}
+${how === "wait" ? `while (!existsSync(${JSON.stringify(release)})) await new Promise((r) => setTimeout(r, 25));` : ""}
+export default [defineTool({ name: "noop", description: "does nothing", parameters: { type: "object", properties: {} }, calls: [], run: async () => "ok" })];
+`,
+      );
+    }
+    const starts = () => readFileSync(log, "utf8").split("\n").filter(Boolean);
+    const release = (name: string) => writeFileSync(join(dir, `release-${name}`), "");
+    return { dir, file, starts, release };
+  }
+
+  function up(file: string, dir: string) {
+    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", API_KEY: "system-up-key-0123456789", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_FORMAT: "json", TMPDIR: dir };
+    const child = spawn(process.execPath, [CLI, "system", "up", file, "--env", "local"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
+    child.stderr!.setEncoding("utf8").on("data", (s: string) => (out += s));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    return { child, exited, output: () => out };
+  }
+
+  it("starts deploy.parallel agents at a time; the next when one of them listens", async () => {
+    const held = heldAgents(["a", "b", "c"], 2, await freePair(3), (n) => (n === "c" ? "go" : "wait"));
+    const run = up(held.file, held.dir);
+    try {
+      // Two start at once...
+      await waitFor(() => held.starts().length === 2, 20_000);
+      expect(held.starts().sort()).toEqual(["a", "b"]);
+      // ...and the third waits while both are starting.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(held.starts()).toEqual(expect.not.arrayContaining(["c"]));
+      // a listens: c starts though b is still starting.
+      held.release("a");
+      await waitFor(() => held.starts().includes("c"), 20_000);
+      held.release("b");
+      await waitFor(() => /Ctrl-C stops them all/.test(run.output()), 20_000);
+      expect(run.output()).toContain("starting 3 agents, 2 at a time (deploy.parallel)\n");
+      expect(held.starts()).toEqual(expect.arrayContaining(["a", "b", "c"]));
+    } finally {
+      held.release("a");
+      held.release("b");
+      run.child.kill("SIGTERM");
+    }
+    expect(await run.exited, run.output()).toBe(0);
+  }, 60_000);
+
+  it("starts no agent after one fails to start; the ones up are stopped (exit 3)", async () => {
+    const held = heldAgents(["a", "b"], 1, await freePair(), (n) => (n === "a" ? "fail" : "go"));
+    const run = up(held.file, held.dir);
+    expect(await run.exited, run.output()).toBe(3);
+    expect(run.output()).toContain("agentcli: agent a did not start (exit 3); stopping the others");
+    // b was never started: its tools module never loaded.
+    expect(held.starts()).toEqual(["a"]);
+  }, 60_000);
 
   it("an environment without port_base, or an unknown one, is a configuration problem (exit 3)", async () => {
     const { file } = workspace(["a"], "version: 1\nagents:\n  a: {project: a}\nenvironments:\n  prod:\n");
