@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { Settings } from "../settings/parse.js";
 import { a2aPaths } from "./openapi-a2a.js";
-import { chatRequestSchema, decisionSchema, listApprovalsQuery, listThreadsQuery, message, threadId, threadRow } from "./schemas.js";
+import { chatRequestSchema, decisionSchema, listApprovalsQuery, listThreadsQuery, message, messagesQuery, threadId, threadRow } from "./schemas.js";
 
 const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: "input", unrepresentable: "any", target: "draft-2020-12" });
 
@@ -75,6 +75,7 @@ const bodyExamples = (examples: Record<string, unknown>) => Object.fromEntries(O
 export function openApiDocument(settings: Settings): Record<string, unknown> {
   const threadParam = { name: "thread_id", in: "path", required: true, schema: json(threadId()), example: "demo-1" };
   const query = json(listThreadsQuery) as { properties: Record<string, unknown> };
+  const messagePaging = json(messagesQuery) as { properties: Record<string, unknown> };
   const approvalsQuery = json(listApprovalsQuery) as { properties: Record<string, unknown> };
   const approvalParam = { name: "approval_id", in: "path", required: true, schema: { type: "string" }, example: "APPROVAL_ID" };
   return {
@@ -115,10 +116,17 @@ export function openApiDocument(settings: Settings): Record<string, unknown> {
       },
       "/threads/{thread_id}/messages": {
         get: {
-          summary: "The thread's messages in order.",
+          summary: "The thread's messages in order: a thread of up to 1000 whole, else a page (the newest, or those before or after a message).",
           "x-auth-action": "thread.read",
-          parameters: [threadParam],
-          responses: { "200": { description: "Messages.", content: { "application/json": { schema: { type: "array", items: json(message) } } } }, ...responses({ "404": "Unknown thread." }) },
+          parameters: [threadParam, ...Object.entries(messagePaging.properties).map(([name, schema]) => ({ name, in: "query", required: false, schema }))],
+          responses: {
+            "200": {
+              description: "Messages, oldest first. When more lie beyond the page, the Link header names the pages: rel=\"prev\" (older), rel=\"next\" (newer).",
+              headers: { Link: { schema: { type: "string" }, example: '</threads/demo-1/messages?before=MESSAGE_ID&limit=1000>; rel="prev"' } },
+              content: { "application/json": { schema: { type: "array", items: json(message) } } },
+            },
+            ...responses({ "404": "Unknown thread.", "422": "A bad limit, before and after together, or a message id that is not in this thread." }),
+          },
         },
       },
       "/threads/{thread_id}": {

@@ -6,12 +6,9 @@ import { z } from "zod";
 import { codePointLength } from "../json.js";
 import type { Settings } from "../settings/parse.js";
 import { DIGEST_FORM } from "../approvals/digest.js";
+import { THREAD_ID_PATTERN, UUID_PATTERN } from "../thread-ids.js";
 
-export const THREAD_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
-
-/** Thread ids under graph-server: the server keys its threads by UUID (spec 1). */
-export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-
+/** A thread id in the runtime's form (src/thread-ids.ts). */
 export const threadId = (runtime: Settings["runtime"] = "standalone") =>
   runtime === "graph-server"
     ? z.string().regex(UUID_PATTERN, { message: "String should be a UUID" }).describe("A UUID (graph-server runtime).")
@@ -77,6 +74,19 @@ export const listThreadsQuery = z.object({
   offset: z.coerce.number().int().min(0).default(0),
   scope: z.enum(["own", "all"]).default("own"),
 });
+
+/** Most messages a page holds; with no paging asked, a thread this small is read whole (spec 4.2's answer). */
+export const MESSAGES_PAGE_MAX = 1000;
+
+const messageCursor = z.string().min(1).max(128).regex(/^[A-Za-z0-9_.:-]+$/, { message: "must be a message id" });
+
+export const messagesQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(MESSAGES_PAGE_MAX).default(MESSAGES_PAGE_MAX),
+    before: messageCursor.optional().describe("The messages just before this message id (older)."),
+    after: messageCursor.optional().describe("The messages just after this message id (newer)."),
+  })
+  .refine((q) => q.before === undefined || q.after === undefined, { message: "give before or after, not both", path: ["after"] });
 
 export const threadRow = z
   .object({

@@ -54,6 +54,58 @@ describe("thread routes", () => {
     expect((await app.fetch(get("/threads/bad%20id/messages"))).status).toBe(422);
   });
 
+  it("pages messages: a small thread whole as before; a long one by limit, before and after, with Link headers to the next pages", async () => {
+    await setup();
+    await chat(app, { message: "hi", thread_id: "long" });
+    const small = await app.fetch(get("/threads/long/messages"));
+    expect(small.headers.get("link")).toBeNull();
+    const opening = (await small.json()) as { id: string; role: string }[];
+    expect(opening.map((m) => m.role)).toEqual(["user", "assistant"]);
+    const at = "2026-01-02T00:00:00.000+00:00";
+    const more = Array.from({ length: 2498 }, (_, i) => ({ id: `m${String(i).padStart(4, "0")}`, role: "user" as const, content: `n${i}` }));
+    await store.appendMessages("long", more, at);
+    const all = [...opening, ...more];
+    const read = async (query: string) => {
+      const res = await app.fetch(get(`/threads/long/messages${query}`));
+      return { status: res.status, link: res.headers.get("link"), body: (await res.json()) as { id: string }[] };
+    };
+    const ids = (list: { id: string }[]) => list.map((m) => m.id);
+    // Unpaged, a long thread answers its newest 1000, with a link to the older ones.
+    const newest = await read("");
+    expect(ids(newest.body)).toEqual(ids(all.slice(-1000)));
+    expect(newest.link).toBe(`</threads/long/messages?before=${all.at(-1000)!.id}&limit=1000>; rel="prev"`);
+    // Following the links walks the thread back to its start, and forward again.
+    const back = await read(`?before=${all.at(-1000)!.id}&limit=1000`);
+    expect(ids(back.body)).toEqual(ids(all.slice(-2000, -1000)));
+    expect(back.link).toBe(`</threads/long/messages?before=${all.at(-2000)!.id}&limit=1000>; rel="prev", </threads/long/messages?after=${all.at(-1001)!.id}&limit=1000>; rel="next"`);
+    const start = await read(`?before=${all.at(-2000)!.id}&limit=1000`);
+    expect(ids(start.body)).toEqual(ids(all.slice(0, 500)));
+    expect(start.link).toBe(`</threads/long/messages?after=${all[499]!.id}&limit=1000>; rel="next"`);
+    const after = await read(`?after=${all[2]!.id}&limit=3`);
+    expect(ids(after.body)).toEqual(ids(all.slice(3, 6)));
+    expect(after.link).toContain(`before=${all[3]!.id}&limit=3>; rel="prev"`);
+    expect(after.link).toContain(`after=${all[5]!.id}&limit=3>; rel="next"`);
+    const end = await read(`?after=${all.at(-3)!.id}&limit=5`);
+    expect(ids(end.body)).toEqual(ids(all.slice(-2)));
+    expect(end.link).toBe(`</threads/long/messages?before=${all.at(-2)!.id}&limit=5>; rel="prev"`);
+    expect(ids((await read("?limit=2")).body)).toEqual(ids(all.slice(-2)));
+    // Bad paging is a 422 naming the field; a message of another thread is unknown here.
+    await chat(app, { message: "elsewhere", thread_id: "other" });
+    const otherId = ((await (await app.fetch(get("/threads/other/messages"))).json()) as { id: string }[])[0]!.id;
+    for (const [query, field] of [
+      ["?limit=0", "limit"],
+      ["?limit=1001", "limit"],
+      [`?before=${all[5]!.id}&after=${all[9]!.id}`, "after"],
+      ["?before=no%20spaces", "before"],
+      [`?before=${otherId}`, "before"],
+      ["?after=unknown-id", "after"],
+    ] as const) {
+      const res = await read(query);
+      expect(res.status, query).toBe(422);
+      expect((res.body as unknown as { detail: { loc: string[] }[] }).detail.map((d) => d.loc.join(".")), query).toContain(`query.${field}`);
+    }
+  });
+
   it("refuses to continue another principal's thread with 403 (the id is taken)", async () => {
     await setup();
     await foreignThread("taken");
