@@ -6,7 +6,7 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -15,6 +15,13 @@ const run = (script: string) => execFileSync(process.execPath, [script], { encod
 const attempt = (script: string, args: string[]) => spawnSync(process.execPath, [script, ...args], { encoding: "utf8" });
 
 describe("bundles", () => {
+  it("npm run build runs both checks after tsup, and npm run typecheck the core check", () => {
+    const { scripts } = JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> };
+    expect(scripts.build!.split("&&").map((s) => s.trim())).toEqual(["tsup", "node scripts/bundle-size.mjs", "node scripts/check-core-bundle.mjs"]);
+    expect(scripts["lint:bundle"]).toBe("node scripts/check-core-bundle.mjs");
+    expect(scripts.typecheck).toContain("npm run --silent lint:bundle");
+  });
+
   it("the worker bundle is minified and gzips under 1 MiB", () => {
     const line = run("scripts/bundle-size.mjs");
     expect(line).toMatch(/^dist\/worker\.js: [\d.]+ KiB, gzip [\d.]+ KiB \(under the 1024\.0 KiB limit\)\n$/);
