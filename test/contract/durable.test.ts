@@ -8,7 +8,9 @@
  */
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KEEP_MS } from "../../src/store/durable/lease-state.js";
 import type { Store, ThreadLease } from "../../src/store/ports.js";
+import type { LeaseStorage } from "../support/durable-harness.js";
 import { remote, startHarness } from "../support/workerd.js";
 import { describeLeaseContract } from "./lease.js";
 import { describeStoreContract } from "./store.js";
@@ -39,6 +41,43 @@ describeLeaseContract("durable object", async () => ({
 // claimThread and finishRun are given the lease port, which they ignore: the thread's lease
 // object takes the lease and makes the write in one step.
 describeStoreContract("durable object", async () => ({ store, lease, spare: async () => remote<Store>(mf, "store") }), { sharedByProcesses: true });
+
+describe("durable object: the lease object's alarm", () => {
+  const inspect = (threadId: string) => remote<{ inspect(threadId: string): Promise<LeaseStorage> }>(mf, "leaseObject").inspect(threadId);
+
+  it("is set at the expiry; when it fires it clears a holder that never came back and is set again for the deletion KEEP_MS later", async () => {
+    const threadId = `alarm-${crypto.randomUUID()}`;
+    const handle = (await lease.acquire(threadId, "gone", 1_000))!;
+    const held = await inspect(threadId);
+    expect(held.state).toMatchObject({ holder: "gone", generation: handle.generation });
+    expect(held.alarm).toBe(held.state!.expiresAt);
+    // Renewed: the alarm moves with the expiry.
+    expect(await lease.renew(handle, 1_500)).toBe(true);
+    const renewed = await inspect(threadId);
+    expect(renewed.state!.expiresAt).toBeGreaterThan(held.state!.expiresAt);
+    expect(renewed.alarm).toBe(renewed.state!.expiresAt);
+
+    // No renewal: the alarm fires at the expiry (workerd's clock) and clears the holder in storage.
+    let after = renewed;
+    for (const until = Date.now() + 10_000; after.state?.holder !== null && Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      after = await inspect(threadId);
+    }
+    expect(after.state).toEqual({ ...renewed.state, holder: null });
+    expect(after.alarm).toBe(renewed.state!.expiresAt + KEEP_MS);
+    expect(await lease.isHeld(threadId)).toBe(false);
+  });
+
+  it("after a release is set for the deletion KEEP_MS after the lease ended", async () => {
+    const threadId = `alarm-${crypto.randomUUID()}`;
+    const handle = (await lease.acquire(threadId, "a", 60_000))!;
+    await lease.release(handle);
+    const released = await inspect(threadId);
+    expect(released.state).toMatchObject({ holder: null, generation: handle.generation });
+    expect(released.state!.expiresAt).toBeLessThan(Date.now() + 60_000 - 1_000);
+    expect(released.alarm).toBe(released.state!.expiresAt + KEEP_MS);
+  });
+});
 
 describe("durable object: runs of isolates that died", () => {
   const at = (s: number) => new Date(Date.UTC(2001, 0, 1) + s * 1000).toISOString().replace("Z", "+00:00");

@@ -7,16 +7,35 @@
  */
 import { createDurableLease, createDurableStore } from "../../src/store/durable/adapter.js";
 import { durableBindings, durableObjects } from "../../src/runtime/workerd/bindings.js";
+import { ThreadLeaseObject as LeaseObject } from "../../src/runtime/workerd/lease-object.js";
 
 export { AgentStoreObject } from "../../src/runtime/workerd/store-object.js";
-export { ThreadLeaseObject } from "../../src/runtime/workerd/lease-object.js";
+
+/** What a lease object keeps: its stored state and its alarm (POST /leaseObject/inspect [threadId]). */
+export interface LeaseStorage {
+  readonly state: { holder: string | null; generation: number; expiresAt: number } | null;
+  readonly alarm: number | null;
+}
+
+/** The deployed class, plus a look at its storage, so tests see what its alarm did. */
+export class ThreadLeaseObject extends LeaseObject {
+  async inspect(): Promise<LeaseStorage> {
+    // getAlarm is workerd's; src/runtime/workerd/cloudflare.d.ts declares only what the objects use.
+    const storage = this.ctx.storage as typeof this.ctx.storage & { getAlarm(): Promise<number | null> };
+    return { state: (await storage.get<LeaseStorage["state"]>("lease")) ?? null, alarm: await storage.getAlarm() };
+  }
+}
 
 export default {
   async fetch(request: Request, env: Record<string, unknown>): Promise<Response> {
     const bindings = durableBindings(env);
     if (!bindings) return Response.json({ error: { code: "internal", message: "no bindings" } }, { status: 500 });
     const objects = durableObjects(bindings);
-    const ports: Record<string, object> = { lease: createDurableLease(objects), store: createDurableStore(objects, { now: () => Date.now() }) };
+    const ports: Record<string, object> = {
+      lease: createDurableLease(objects),
+      store: createDurableStore(objects, { now: () => Date.now() }),
+      leaseObject: { inspect: (threadId: string) => (objects.lease(threadId) as unknown as ThreadLeaseObject).inspect() },
+    };
     const [, port = "", method = ""] = new URL(request.url).pathname.split("/");
     const target = ports[port] as Record<string, (...args: unknown[]) => Promise<unknown>> | undefined;
     if (!target || typeof target[method] !== "function") return Response.json({ error: { code: "internal", message: `no ${port}.${method}` } }, { status: 404 });
