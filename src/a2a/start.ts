@@ -1,13 +1,15 @@
 /**
  * The work a message asks for (SendMessage, SendStreamingMessage): a decision in a data part
  * resumes a run (decisions.ts); text starts a run on the context's thread, in a new task. Bad
- * text is -32602 before any task exists (spec 7.3); continuing a task stays with the agent that
- * created it (the person continues by contextId).
+ * text, or a contextId that is no thread id of this runtime, is -32602 before any task exists
+ * (spec 7.3); continuing a task stays with the agent that created it (the person continues by
+ * contextId).
  */
 import { codePointLength, type JsonValue } from "../json.js";
 import type { Runs } from "../runs/index.js";
 import type { Settings } from "../settings/parse.js";
 import type { Ids } from "../ids.js";
+import { isThreadId, threadIdRule } from "../thread-ids.js";
 import { type RunInTask, type Started, settled } from "./bridge.js";
 import type { Decide } from "./decisions.js";
 import { ERR, RpcError } from "./jsonrpc.js";
@@ -37,6 +39,10 @@ export function createStart({ settings, ids, runs, tasks, runInTask, decide }: S
   return async (params, ctx, listener) => {
     const msg = readMessage(params);
     if (!msg) throw new RpcError(ERR.invalidParams, "Invalid params: params.message with parts is required");
+    // The context is the thread: an id the runtime's threads cannot have is refused before any
+    // task or thread exists (under graph-server the server keys threads by UUID).
+    if (msg.contextId !== undefined && !isThreadId(msg.contextId, settings.runtime))
+      throw new RpcError(ERR.invalidParams, `Invalid params: contextId must be ${threadIdRule(settings.runtime)}`);
     const decision = msg.data.find((d) => typeof d.approval_id === "string");
     if (decision) return decide(msg, decision, ctx, listener);
     checkText(msg, settings.MAX_MESSAGE_CHARS);

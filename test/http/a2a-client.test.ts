@@ -72,7 +72,8 @@ describe("A asks B, another instance of this service", () => {
     const result = firstResult(events);
     expect(result).toMatchObject({ state: "completed", text: "echo: hi" });
     expect(result.task_id).toEqual(expect.any(String));
-    expect(result.context_id).toMatch(/^[0-9a-f]{32}$/);
+    // A UUID (version 8): a thread id on a peer under either runtime.
+    expect(result.context_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
 
     expect(a.sent.map((s) => `${s.method} ${new URL(s.url).pathname}`)).toEqual(["GET /a2a/app/.well-known/agent-card.json", "POST /a2a/app"]);
     const [call] = a.rpc();

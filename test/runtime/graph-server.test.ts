@@ -164,6 +164,26 @@ describe.each([
     expect((await rt.fetch("/threads/demo-2", { method: "DELETE" })).status).toBe(runtime === "graph-server" ? 422 : 404);
   });
 
+  it("A2A contextId is a thread id too: -32602 before any task when the runtime's threads cannot have it", async () => {
+    const send = async (contextId: string) => {
+      const res = await rt.fetch("/a2a/app", {
+        body: { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: `m-${contextId}`, role: "ROLE_USER", parts: [{ text: "hi" }], contextId } } },
+        headers: { "a2a-version": "1.0" },
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { result?: { task: { contextId: string; status: { state: string } } }; error?: { code: number; message: string } };
+    };
+    const named = await send("demo-ctx-1");
+    if (runtime === "graph-server") {
+      expect(named.error).toMatchObject({ code: -32602, message: "Invalid params: contextId must be a UUID (graph-server runtime)" });
+      expect((await (await rt.fetch("/threads")).json()).map((t: { thread_id: string }) => t.thread_id)).not.toContain("demo-ctx-1");
+    } else expect(named.result!.task).toMatchObject({ contextId: "demo-ctx-1", status: { state: "TASK_STATE_COMPLETED" } });
+    expect((await send("bad context")).error).toMatchObject({ code: -32602 });
+    expect((await send("x".repeat(129))).error).toMatchObject({ code: -32602 });
+    const uuid = crypto.randomUUID();
+    expect((await send(uuid)).result!.task).toMatchObject({ contextId: uuid, status: { state: "TASK_STATE_COMPLETED" } });
+  });
+
   it("a gated call pauses; the approval route resumes it and sends exactly once", async () => {
     const paused = await chat({ message: '/call create_order {"item":"lamp"}' });
     const end = paused.events.at(-1)!.data;
@@ -317,6 +337,38 @@ describe("the graph server's native API behind our auth policy", () => {
     expect((await rt.fetch("/store/items?namespace=notes&key=k")).status).toBe(200);
     // The local server has no crons at all; whatever it answers, alice gets none.
     expect((await rt.fetch("/runs/crons", { body: { assistant_id: "agent", schedule: "* * * * *" } })).status).toBeGreaterThanOrEqual(400);
+  });
+
+  it("our A2A client reaches an agent under graph-server (the contextId it derives is a UUID)", async () => {
+    const { createApp } = (await import(pathToFileURL(join(DIST, "index.js")).href)) as typeof import("../../src/runtime/package.js");
+    const policy = `
+apis:
+  peer:
+    protocol: a2a
+    a2a: { path: /a2a/app }
+    base_url_env: PEER_URL
+    auth: bearer
+    token_env: PEER_TOKEN
+    allowed_methods: [GET, POST]
+    denied_operations: [{ a2a_operation: approve }]
+`;
+    const caller = await createApp({ env: { API_KEY: "k", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_LEVEL: "ERROR", PEER_URL: rt.url, PEER_TOKEN: "token-alice" }, policyText: policy, tools: [], logWrite: () => {} });
+    try {
+      const ask = (message: string, thread: string) =>
+        caller.fetch(new Request("http://caller/chat", { method: "POST", headers: { authorization: "Bearer k", "content-type": "application/json" }, body: JSON.stringify({ message: `/call ask_peer ${JSON.stringify({ message })}`, thread_id: thread }) }));
+      const first = (await events(await ask("hello peer", "caller-1"))).find((e) => e.event === "tool.result")!.data;
+      expect(first.is_error, first.result as string).toBe(false);
+      const result = JSON.parse(first.result as string);
+      expect(result).toMatchObject({ state: "completed", text: "echo: hello peer" });
+      expect(result.context_id).toMatch(UUID);
+      // The context is the peer's thread, alice's there; the same caller thread continues it.
+      const again = JSON.parse((await events(await ask("again", "caller-1"))).find((e) => e.event === "tool.result")!.data.result as string);
+      expect(again.context_id).toBe(result.context_id);
+      const messages = await (await rt.fetch(`/threads/${result.context_id as string}/messages`)).json();
+      expect(messages.filter((m: { role: string }) => m.role === "user").map((m: { content: string }) => m.content)).toEqual(["hello peer", "again"]);
+    } finally {
+      await caller.close();
+    }
   });
 
   it("deletes a thread through the server's route, then ours", async () => {

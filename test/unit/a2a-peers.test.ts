@@ -81,9 +81,9 @@ describe("the result and the ids", () => {
     expect(capText("😀😀", 3)).toBe("😀😀");
   });
 
-  it("the context id is 32 hex characters, stable per (thread, API, user) and different when any changes", async () => {
+  it("the context id is a UUID (version 8, a thread id under either runtime), stable per (thread, API, user) and different when any changes", async () => {
     const id = await contextIdFor("thread-1", "b", "alice");
-    expect(id).toMatch(/^[0-9a-f]{32}$/);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(await contextIdFor("thread-1", "b", "alice")).toBe(id);
     const others = await Promise.all([contextIdFor("thread-2", "b", "alice"), contextIdFor("thread-1", "c", "alice"), contextIdFor("thread-1", "b", "bob")]);
     expect(new Set([id, ...others]).size).toBe(4);

@@ -24,9 +24,15 @@ export interface SelfIdentity {
   readonly dev: boolean;
 }
 
-/** 32 hex characters: a valid thread id on any peer built like this one ([A-Za-z0-9_.:-], 1-128). */
+/**
+ * The context this thread has at a peer: the same for the same thread, API and user, in UUID form
+ * (version 8, the layout for custom ids, from a SHA-256 of the three), because a peer built like
+ * this one refuses any other contextId under graph-server and a UUID is a thread id under both.
+ */
 export async function contextIdFor(threadId: string, api: string, principalId: string): Promise<string> {
-  return (await sha256Hex(`${threadId}\u0000${api}\u0000${principalId}`)).slice(0, 32);
+  const hex = (await sha256Hex(`${threadId}\u0000${api}\u0000${principalId}`)).slice(0, 32);
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** Refusals that depend on the peer and this service alone, decided once at startup. */

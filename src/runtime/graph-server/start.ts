@@ -122,12 +122,16 @@ export interface GraphServer extends ServedGraphServer {
   close(): Promise<void>;
 }
 
-/** Composes the app and starts the server (tests, embedding): `startServer()` in process. */
+/**
+ * Composes the app and starts the server (tests, embedding): `startServer()` in process. The
+ * server listens on `hostname`/`port` (port 0: any free one), not the settings' HOST/PORT, so
+ * without APP_URL the A2A card names the origin each request came to.
+ */
 export async function startGraphServer(
   options: CreateAppOptions & { readonly hostname?: string; readonly port?: number; readonly dataDir: string; readonly schema?: string },
 ): Promise<GraphServer> {
   const { hostname = "127.0.0.1", port = 0, dataDir, ...appOptions } = options;
-  const { app, host } = await composeHost(appOptions);
+  const { app, host } = await composeHost({ cardFollowsRequest: true, ...appOptions });
   const served = await serveGraphServer(host, { hostname, port, dataDir });
   return {
     ...served,
