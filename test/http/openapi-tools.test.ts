@@ -6,6 +6,7 @@
  * them), name clashes and the warnings for what cannot be offered.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { DEFAULT_TOOLS } from "../../src/agent/default-agent.js";
 import { defineTool } from "../../src/index.js";
 import { chat, makeApp, post, parseSse, type TestApp } from "../helpers.js";
 import { loopbackUpstream, sse } from "../providers/support.js";
@@ -122,6 +123,8 @@ describe.each(Object.entries(DOCS))("an OpenAPI %s document", (_label, doc) => {
     expect(model.requests).toHaveLength(1);
     const offered = model.requests[0]!.body.tools as { type: string; function: { name: string; description: string; parameters: Record<string, any> } }[];
     const byName = new Map(offered.map((t) => [t.function.name, t.function]));
+    // Beside the default agent's tools (no tools were given to createApp), not instead of them.
+    expect([...byName.keys()].filter((n) => !n.startsWith("orders_")).sort()).toEqual(DEFAULT_TOOLS.map((t) => t.name).sort());
     expect([...byName.keys()].filter((n) => n.startsWith("orders_")).sort()).toEqual([
       "orders_create_order",
       "orders_get_order",
@@ -200,6 +203,16 @@ describe("TOOLS_FROM_OPENAPI", () => {
     expect(swagger.logs.filter((l) => l.level === "WARNING").map((l) => l.message)).toContain(
       "no tools are made from the OpenAPI file of API orders: Swagger 2.0 is not supported (OpenAPI 3.0 and 3.1 are)",
     );
+  });
+
+  it("offers no operation whose method allowed_methods leaves out", async () => {
+    const a = await makeApp(
+      { ORDERS_URL: orders.base, TOOLS_FROM_OPENAPI: "true" },
+      { policyText: ORDERS_OPENAPI_POLICY(doc.file).replace("allowed_methods: [GET, POST, DELETE]", "allowed_methods: [GET]"), readText: openApiFiles({ [doc.file]: doc.text }) },
+    );
+    apps.push(a);
+    const made = String(a.logs.find((l) => l.message === "tools from OpenAPI")?.tools).split(",").sort();
+    expect(made).toEqual(["orders_get_order", "orders_get_orders_order_id_history", "orders_list_orders"]);
   });
 
   it("offers only what the allow-list matches", async () => {
