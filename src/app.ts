@@ -20,6 +20,7 @@ import type { Tracer } from "@opentelemetry/api";
 import { ConfigurationError } from "./errors.js";
 import type { ReadText } from "./files.js";
 import { buildRouter } from "./http/router.js";
+import type { HealthPersistence } from "./http/routes/probes.js";
 import { type Ids, randomIds } from "./ids.js";
 import { backgroundJob, type BackgroundJob, every } from "./jobs.js";
 import { createLogger, type Logger } from "./observability/logger.js";
@@ -116,7 +117,10 @@ export interface CreateAppOptions {
    * settings (the server's threads and checkpoints, our own tables beside them). Wins over
    * `store`, `lease` and CHECKPOINTER.
    */
-  readonly storage?: (settings: Settings, context: { readonly clock: Clock; readonly logger: Logger; readonly onHealth: (up: boolean) => void }) => Promise<{ store: Store; lease: ThreadLease }>;
+  readonly storage?: (
+    settings: Settings,
+    context: { readonly clock: Clock; readonly logger: Logger; readonly onHealth: (up: boolean) => void },
+  ) => Promise<{ store: Store; lease: ThreadLease; persistence?: HealthPersistence }>;
 }
 
 /** What the graph-server runtime reuses of a composed app (see CreateAppOptions.onParts). */
@@ -193,7 +197,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   const responseSchema = await loadResponseSchema(settings, readText, options.responseSchema);
   const metrics = createMetrics();
   const { tracing, traces } = await startTracing({ settings, factory: options.traceExport, tracer: options.tracer, logger, dropped: metrics.spansDropped });
-  const { store, lease } = await chooseStorage(settings, options, { clock, logger, onHealth: (up) => metrics.databaseUp.set(up ? 1 : 0) });
+  const { store, lease, persistence } = await chooseStorage(settings, options, { clock, logger, onHealth: (up) => metrics.databaseUp.set(up ? 1 : 0) });
   const hashPrincipal = createPrincipalHasher(settings.PRINCIPAL_HASH_SALT);
   const pauses = new PauseBook();
   const gate = options.approvalGate ?? createApprovalGate({ store, clock, ids, metrics, hashPrincipal, pauses, tracing });
@@ -256,6 +260,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     structured: responseSchema !== undefined,
     cardFollowsRequest: options.cardFollowsRequest ?? false,
     playgroundKey: settings.dev ? options.playgroundKey : undefined,
+    persistence,
   });
 
   const jobs = backgroundJobs({ settings, store, runs, clock, logger, sweepIntervalMs: options.sweepIntervalMs ?? 5_000 });
@@ -318,8 +323,12 @@ async function chooseStorage(
   settings: Settings,
   options: CreateAppOptions,
   { clock, logger, onHealth }: { clock: Clock; logger: Logger; onHealth: (up: boolean) => void },
-): Promise<{ store: Store; lease: ThreadLease }> {
-  if (options.storage) return options.storage(settings, { clock, logger, onHealth });
+): Promise<{ store: Store; lease: ThreadLease; persistence: HealthPersistence }> {
+  const persistence = { checkpointer: settings.CHECKPOINTER };
+  if (options.storage) {
+    const opened = await options.storage(settings, { clock, logger, onHealth });
+    return { ...opened, persistence: opened.persistence ?? persistence };
+  }
   // Under graph-server the server owns threads and checkpoints: its runtime passes the storage.
   if (settings.runtime === "graph-server")
     throw new ConfigurationError("RUNTIME is graph-server: start the service through its graph-server runtime (npm start with RUNTIME=graph-server), which opens the server's storage.");
@@ -335,9 +344,9 @@ async function chooseStorage(
       logger,
       onHealth,
     });
-    return pg;
+    return { ...pg, persistence };
   }
-  return { store: options.store ?? createMemoryStore(), lease: options.lease ?? createMemoryLease(clock) };
+  return { store: options.store ?? createMemoryStore(), lease: options.lease ?? createMemoryLease(clock), persistence };
 }
 
 /** "provider" forces the provider's structured output: a model that cannot take the schema stops startup. */

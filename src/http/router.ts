@@ -20,7 +20,7 @@ import { a2aRoutes } from "./routes/a2a.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chatRoutes } from "./routes/chat.js";
 import { devRoutes } from "./routes/dev.js";
-import { probeRoutes } from "./routes/probes.js";
+import { type HealthPersistence, probeRoutes } from "./routes/probes.js";
 import { threadRoutes } from "./routes/threads.js";
 
 export interface RouterParts {
@@ -41,6 +41,8 @@ export interface RouterParts {
   readonly cardFollowsRequest: boolean;
   /** A development API key to prefill in the playground (only set by `npm run dev`). */
   readonly playgroundKey: string | undefined;
+  /** Where state persists, as /health reports it. */
+  readonly persistence: HealthPersistence;
 }
 
 export function buildRouter(parts: RouterParts): Hono<HttpEnv> {
@@ -52,7 +54,7 @@ export function buildRouter(parts: RouterParts): Hono<HttpEnv> {
   app.use("*", cors({ allowed: settings.CORS_ALLOWED_ORIGINS }));
   app.onError(errorHandler({ ids, dev: settings.dev }));
   app.notFound(notFoundHandler);
-  app.route("/", probeRoutes({ settings, store, metrics }));
+  app.route("/", probeRoutes({ settings, store, metrics, persistence: parts.persistence }));
   app.route("/", chatRoutes({ settings, ids, runs, requireAuth }));
   app.route("/", threadRoutes({ store, runs, requireAuth, runtime: settings.runtime }));
   app.route("/", approvalRoutes({ store, runs, settings, requireAuth }));

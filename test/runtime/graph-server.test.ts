@@ -231,7 +231,8 @@ describe("the graph server's native API behind our auth policy", () => {
   it("leaves the probes open and refuses the studio scheme header", async () => {
     const health = await rt.fetch("/health", { as: "" });
     expect(health.status).toBe(200);
-    expect(await health.json()).toMatchObject({ status: "ok", runtime: "graph-server" });
+    // What persists: the server's threads and checkpoints; our rows in memory without DATABASE_URI.
+    expect(await health.json()).toEqual({ status: "ok", runtime: "graph-server", checkpointer: "graph-server", run_store: "memory" });
     expect((await rt.fetch("/ready", { as: "" })).status).toBe(200);
     const { threadId } = await aliceThread();
     expect((await rt.fetch(`/threads/${threadId}`, { as: "", headers: { "x-auth-scheme": "langsmith" } })).status).toBe(401);
@@ -427,5 +428,6 @@ describe("DATABASE_URI: our tables in the server's PostgreSQL, under a schema of
       await sql.end();
     }
     expect((await fetch(`${server.url}/ready`)).status).toBe(200);
+    expect(await (await fetch(`${server.url}/health`)).json()).toEqual({ status: "ok", runtime: "graph-server", checkpointer: "graph-server", run_store: "sql" });
   });
 });

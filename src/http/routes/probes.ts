@@ -10,11 +10,23 @@ import type { HttpEnv } from "../env.js";
 
 const READY_TIMEOUT_MS = 2_000;
 
-export function probeRoutes({ settings, store, metrics }: { settings: Settings; store: Store; metrics: Metrics }) {
+/**
+ * What /health says persists (spec 4.4): `checkpointer` is where threads and checkpoints live
+ * (CHECKPOINTER standalone; `graph-server` when the server owns them), and under graph-server
+ * `run_store` says where our run records, approvals and tasks live (`sql`: its database, or
+ * `memory`), since that is no longer the same place.
+ */
+export interface HealthPersistence {
+  readonly checkpointer: string;
+  readonly run_store?: string;
+}
+
+export function probeRoutes({ settings, store, metrics, persistence }: { settings: Settings; store: Store; metrics: Metrics; persistence: HealthPersistence }) {
   const metricsToken = settings.METRICS_TOKEN ? secretMatcher(settings.METRICS_TOKEN) : undefined;
+  const health = { status: "ok", runtime: settings.runtime, ...persistence };
 
   return new Hono<HttpEnv>()
-    .get("/health", (c) => c.json({ status: "ok", runtime: settings.runtime, checkpointer: settings.CHECKPOINTER }))
+    .get("/health", (c) => c.json(health))
     .get("/ready", async (c) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("timeout")), READY_TIMEOUT_MS)));

@@ -57,11 +57,14 @@ export async function composeHost(options: CreateAppOptions & { readonly schema?
 /** Memory, or DATABASE_URI: the server's Postgres, our tables under a schema of their own. */
 function graphServerStorage(threads: ServerThreads, schema: string): NonNullable<CreateAppOptions["storage"]> {
   return async (settings, { clock, logger, onHealth }) => {
-    if (!settings.DATABASE_URI) return { store: graphServerStore(createMemoryStore(), threads), lease: createMemoryLease(clock) };
+    // /health: threads and checkpoints are the server's, whatever CHECKPOINTER says; our rows are
+    // in its database or, without one, in this process's memory (lost on restart).
+    if (!settings.DATABASE_URI)
+      return { store: graphServerStore(createMemoryStore(), threads), lease: createMemoryLease(clock), persistence: { checkpointer: "graph-server", run_store: "memory" } };
     // Loaded lazily, as createApp loads it for CHECKPOINTER=sql.
     const { openPostgres } = await import("../../store/postgres/index.js");
     const pg = await openPostgres({ dsn: settings.DATABASE_URI, min: settings.DB_POOL_MIN_SIZE, max: settings.DB_POOL_MAX_SIZE, schema, logger, onHealth });
-    return { store: graphServerStore(pg.store, threads), lease: pg.lease };
+    return { store: graphServerStore(pg.store, threads), lease: pg.lease, persistence: { checkpointer: "graph-server", run_store: "sql" } };
   };
 }
 
