@@ -258,7 +258,7 @@ describe("workerd: the cron trigger runs the background jobs", () => {
       const id = sent.result!.task!.id;
       expect((await rpc("GetTask", { id })).result?.id).toBe(id);
       await new Promise((r) => setTimeout(r, 1500));
-      // Not swept without a firing: no timers in the worker.
+      // Not swept without a firing (that the worker starts no timer at all: worker-timers.test.ts).
       expect((await rpc("GetTask", { id })).result?.id).toBe(id);
       const fired = await cron.dispatchFetch("http://localhost/cdn-cgi/handler/scheduled?cron=*+*+*+*+*");
       expect(fired.status).toBe(200);
