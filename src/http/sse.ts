@@ -8,6 +8,15 @@
  * on the next timer tick: each chunk costs a socket write, which dominated CPU when every event
  * was its own chunk. The first event goes out at once, so time to first event is not delayed.
  * Timers are per stream: workerd forbids writing to one request's stream from another's timer.
+ *
+ * Where the text goes is a sink. The response's body is a web ReadableStream on every runtime,
+ * unless the runtime asked for direct streams on the request (the Node entry does: its env object
+ * per request holds DIRECT_STREAMS): then the response has no body, the stream's source is left
+ * on that env object, and the runtime writes the text straight to its socket. A ReadableStream,
+ * its controller and the adapter that pumps it into node:http cost about as much memory per
+ * waiting conversation as everything else a waiting run holds, and a read per chunk besides.
+ * (The source is not put on the Response: Hono copies a response into a new one when a
+ * middleware set a header first, and the copy would not carry it.)
  */
 import type { RunEvent } from "../agent/events.js";
 import type { JsonValue } from "../json.js";
@@ -25,20 +34,55 @@ export function formatEvent(event: RunEvent): string {
   return frame(type, data);
 }
 
+/** Where a stream's text is written. */
+export interface SseSink {
+  write(text: string): void;
+  end(): void;
+}
+
+/** What a runtime that writes streams itself gets from a response (`directSse(response)`). */
+export interface DirectSse {
+  /** Starts writing to `sink` (what is pending first); `cancel()` when the client has gone. */
+  attach(sink: SseSink): { cancel(): void };
+}
+
+/** The key a runtime sets to true in the env object it hands each request (Hono's `c.env`). */
+export const DIRECT_STREAMS = "agentDirectStreams";
+const DIRECT_SSE = Symbol.for("agent-service.direct-sse");
+
+type DirectEnv = Record<string | symbol, unknown>;
+
+/** The request's env when it asks for direct streams, else undefined. */
+export function directStreamsEnv(env: unknown): object | undefined {
+  return typeof env === "object" && env !== null && (env as DirectEnv)[DIRECT_STREAMS] === true ? env : undefined;
+}
+
+/**
+ * The stream a request's response carries, for the runtime that asked for direct streams: only
+ * when the response is the stream's (no body), not an error answered after it was made.
+ */
+export function directSse(env: object, response: Response): DirectSse | undefined {
+  const source = (env as DirectEnv)[DIRECT_SSE] as DirectSse | undefined;
+  return source !== undefined && response.body === null && response.status === 200 ? source : undefined;
+}
+
 export interface SseStream {
-  readonly body: ReadableStream<Uint8Array>;
   send(event: RunEvent): void;
   /** A nameless frame (`data:` only), as A2A streams send their JSON-RPC responses. */
   sendData(data: JsonValue): void;
   /** Writes what is pending and ends the stream. */
   close(): void;
+  /** The 200 response that carries the stream (call once). */
+  response(): Response;
 }
 
-export function createSseStream(options: { heartbeatMs: number; onCancel: () => void }): SseStream {
+/** `direct`: the request's env when its runtime writes streams itself (directStreamsEnv). */
+export function createSseStream(options: { heartbeatMs: number; onCancel: () => void; direct?: object | undefined }): SseStream {
   const { heartbeatMs, onCancel } = options;
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let sink: SseSink | undefined;
   let open = true;
   let started = false;
+  let ended = false;
   let pending = "";
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
   let beatTimer: ReturnType<typeof setTimeout> | undefined;
@@ -46,12 +90,12 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
 
   const flush = () => {
     flushTimer = undefined;
-    if (!open || pending === "") return;
+    if (!open || pending === "" || sink === undefined) return;
     const text = pending;
     pending = "";
     lastWrite = Date.now();
     try {
-      controller.enqueue(encoder.encode(text));
+      sink.write(text);
     } catch {
       open = false;
     }
@@ -72,18 +116,37 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
     clearTimeout(flushTimer);
     clearTimeout(beatTimer);
   };
-
-  const body = new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c;
-      beat(heartbeatMs);
-    },
-    cancel() {
-      if (!open) return;
-      finish();
-      onCancel();
-    },
-  });
+  const end = () => {
+    if (ended || sink === undefined) return;
+    ended = true;
+    try {
+      sink.end();
+    } catch {
+      // already closed by the reader
+    }
+  };
+  const cancel = () => {
+    if (!open) return;
+    finish();
+    onCancel();
+  };
+  /** The runtime's (or the ReadableStream's) sink: what is pending goes first. */
+  const attach = (to: SseSink) => {
+    sink = to;
+    if (pending !== "") {
+      // Also what a stream closed before it was attached still had to say.
+      const text = pending;
+      pending = "";
+      try {
+        to.write(text);
+      } catch {
+        open = false;
+      }
+    }
+    if (open) beat(heartbeatMs);
+    else end();
+    return { cancel };
+  };
 
   const write = (text: string) => {
     if (!open) return;
@@ -95,18 +158,26 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
   };
 
   return {
-    body,
     send: (event) => write(formatEvent(event)),
     sendData: (data) => write(frame(undefined, data)),
     close() {
       if (!open) return;
       flush();
       finish();
-      try {
-        controller.close();
-      } catch {
-        // already closed by the reader
+      end();
+    },
+    response() {
+      if (options.direct) {
+        (options.direct as DirectEnv)[DIRECT_SSE] = { attach } satisfies DirectSse;
+        return new Response(null, { status: 200, headers: SSE_HEADERS });
       }
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          attach({ write: (text) => controller.enqueue(encoder.encode(text)), end: () => controller.close() });
+        },
+        cancel,
+      });
+      return new Response(body, { status: 200, headers: SSE_HEADERS });
     },
   };
 }

@@ -14,6 +14,7 @@ import { nodeTraceExport } from "./tracing.js";
 
 export * from "../index.js";
 export { nodeTraceExport };
+export { serveNode } from "./node-serve.js";
 export type { TraceExport, TraceExportFactory, TraceExportInput } from "../observability/trace-export.js";
 
 export function createApp(options: CreateAppOptions = {}): Promise<App> {

@@ -35,12 +35,16 @@ export function access({ metrics, tracing }: { metrics: Metrics; tracing: Tracin
       if (route !== "unmatched") span.route(route);
       span.httpStatus(status);
     }
+    // What the line needs, taken now: a streamed response ends long after, and holding the
+    // request's context until then would keep it all in memory while the stream waits.
+    const logger = c.get("logger");
+    const path = c.req.path;
     const record = () => {
       span.end();
       const seconds = (performance.now() - started) / 1000;
       metrics.httpRequests.inc({ method, route, status: String(status) });
       metrics.httpDuration.observe(seconds, { method, route });
-      c.get("logger").info("request", { method, path: c.req.path, route, status, duration_ms: Math.round(seconds * 1000) });
+      logger.info("request", { method, path, route, status, duration_ms: Math.round(seconds * 1000) });
     };
     const streamDone = c.get("streamDone");
     if (streamDone) void streamDone.then(record, record);

@@ -10,16 +10,16 @@ import { isHttpError, notFound } from "../../problems.js";
 import { readJsonBody } from "../body.js";
 import type { HttpEnv } from "../env.js";
 import type { RequireAuth } from "../middleware/auth.js";
-import { createSseStream, SSE_HEADERS } from "../sse.js";
+import { createSseStream, directStreamsEnv } from "../sse.js";
 
 /**
  * A stream of JSON-RPC responses as server-sent events, through the shared encoder: nameless
  * frames, heartbeats while idle. A client that goes away stops the reading only: the task's run
  * goes on (it is canceled by CancelTask, not by a dropped stream).
  */
-function sseResponse(events: AsyncIterable<Record<string, JsonValue>>, heartbeatMs: number, logger: Logger): Response {
+function sseResponse(events: AsyncIterable<Record<string, JsonValue>>, heartbeatMs: number, logger: Logger, direct: object | undefined): Response {
   let gone = false;
-  const sse = createSseStream({ heartbeatMs, onCancel: () => (gone = true) });
+  const sse = createSseStream({ heartbeatMs, onCancel: () => (gone = true), direct });
   void (async () => {
     try {
       for await (const body of events) {
@@ -32,7 +32,7 @@ function sseResponse(events: AsyncIterable<Record<string, JsonValue>>, heartbeat
       sse.close();
     }
   })();
-  return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
+  return sse.response();
 }
 
 export interface CardOptions {
@@ -74,6 +74,6 @@ export function a2aRoutes({ settings, service, card: cardOptions, requireAuth }:
       }
       const reply = await service.handle(body, { caller: c.get("caller"), version, logger: c.get("logger"), span: c.get("span") });
       if (reply.kind === "json") return c.json(reply.body);
-      return sseResponse(reply.events, settings.SSE_HEARTBEAT_S * 1000, c.get("logger"));
+      return sseResponse(reply.events, settings.SSE_HEARTBEAT_S * 1000, c.get("logger"), directStreamsEnv(c.env));
     });
 }

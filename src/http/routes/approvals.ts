@@ -12,7 +12,7 @@ import { readJsonBody } from "../body.js";
 import type { HttpEnv } from "../env.js";
 import type { RequireAuth } from "../middleware/auth.js";
 import { decisionSchema, listApprovalsQuery, threadId } from "../schemas.js";
-import { createSseStream, SSE_HEADERS } from "../sse.js";
+import { createSseStream, directStreamsEnv } from "../sse.js";
 import { parseOrThrow } from "../validation.js";
 
 const ALL = 10_000;
@@ -66,7 +66,7 @@ export function approvalRoutes({ store, runs, settings, requireAuth }: { store: 
       const thread = await loadThread(c.req.param("thread_id"));
       const body = parseOrThrow(decisionSchema, await readJsonBody(c.req.raw, settings.MAX_REQUEST_BYTES), "body");
       let run: RunHandle | undefined;
-      const sse = createSseStream({ heartbeatMs: settings.SSE_HEARTBEAT_S * 1000, onCancel: () => run?.cancel() });
+      const sse = createSseStream({ heartbeatMs: settings.SSE_HEARTBEAT_S * 1000, onCancel: () => run?.cancel(), direct: directStreamsEnv(c.env) });
       const { decided, resume: outcome } = await runs
         .decide(caller, thread, c.req.param("approval_id"), body, { emit: sse.send, logger: c.get("logger"), span: c.get("span") })
         .catch((error: unknown) => {
@@ -87,6 +87,6 @@ export function approvalRoutes({ store, runs, settings, requireAuth }: { store: 
       }
       run = outcome.run;
       c.set("streamDone", outcome.run.done.finally(() => sse.close()));
-      return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
+      return sse.response();
     });
 }

@@ -8,7 +8,7 @@ import { readJsonBody } from "../body.js";
 import type { HttpEnv } from "../env.js";
 import type { RequireAuth } from "../middleware/auth.js";
 import { chatRequestSchema } from "../schemas.js";
-import { createSseStream, SSE_HEADERS } from "../sse.js";
+import { createSseStream, directStreamsEnv } from "../sse.js";
 import { parseOrThrow } from "../validation.js";
 
 export function chatRoutes({ settings, ids, runs, requireAuth }: { settings: Settings; ids: Ids; runs: Runs; requireAuth: RequireAuth }) {
@@ -20,7 +20,7 @@ export function chatRoutes({ settings, ids, runs, requireAuth }: { settings: Set
     const body = parseOrThrow(schema, await readJsonBody(c.req.raw, settings.MAX_REQUEST_BYTES), "body");
 
     let run: RunHandle | undefined;
-    const sse = createSseStream({ heartbeatMs, onCancel: () => run?.cancel() });
+    const sse = createSseStream({ heartbeatMs, onCancel: () => run?.cancel(), direct: directStreamsEnv(c.env) });
     run = await runs.startTurn({
       caller,
       threadId: body.thread_id ?? ids.threadId(),
@@ -31,6 +31,6 @@ export function chatRoutes({ settings, ids, runs, requireAuth }: { settings: Set
       span: c.get("span"),
     });
     c.set("streamDone", run.done.finally(() => sse.close()));
-    return new Response(sse.body, { status: 200, headers: SSE_HEADERS });
+    return sse.response();
   });
 }

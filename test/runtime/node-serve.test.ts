@@ -1,0 +1,107 @@
+/**
+ * How the Node entry serves (src/runtime/node-serve.ts): the app's event streams written straight
+ * to node:http, everything else through @hono/node-server. Over real HTTP on loopback: a chat, a
+ * heartbeat, a client that goes away (its run is cancelled), refusals and probes as before; and,
+ * at the seam, a stream handed over as a source with no web stream behind it.
+ */
+import type { Server } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { createApp } from "../../src/runtime/package.js";
+import { directStreamsFetch, serveNode } from "../../src/runtime/node-serve.js";
+import { createMemoryLease } from "../../src/store/memory/lease.js";
+import { createMemoryStore } from "../../src/store/memory/store.js";
+import type { Store } from "../../src/store/ports.js";
+import { answerText, parseSse } from "../helpers.js";
+
+const KEY = "k";
+const ENV = { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_LEVEL: "ERROR" };
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+
+async function served(env: Record<string, string> = {}): Promise<{ base: string; store: Store }> {
+  const store = createMemoryStore();
+  const app = await createApp({ env: { ...ENV, ...env }, logWrite: () => {}, storage: async (_s, { clock }) => ({ store, lease: createMemoryLease(clock) }) });
+  const { server, port } = await serveNode({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 });
+  open.push({ close: () => app.close() }, { close: () => closeServer(server) });
+  return { base: `http://127.0.0.1:${port}`, store };
+}
+
+function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+const chat = (base: string, message: string, init: RequestInit = {}) =>
+  fetch(`${base}/chat`, { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "X-Request-ID": "req-1" }, body: JSON.stringify({ message, thread_id: "t1" }), ...init });
+
+describe("serveNode", () => {
+  it("streams a chat with the stream's headers, the request id and every event", async () => {
+    const { base } = await served();
+    const res = await chat(base, '/call calculator {"expression":"6*7"}');
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("no-cache");
+    expect(res.headers.get("x-request-id")).toBe("req-1");
+    const events = parseSse(await res.text());
+    expect(events.map((e) => e.event)).toEqual(["message.start", "tool.call", "tool.result", ...events.slice(3, -1).map(() => "message.delta"), "message.end"]);
+    expect(answerText(events)).toBe("done: 42");
+  });
+
+  it("sends heartbeats on an idle stream, and cancels the run when the client goes away", async () => {
+    const { base, store } = await served({ SSE_HEARTBEAT_S: "1" });
+    const aborter = new AbortController();
+    const res = await chat(base, "/sleep 30000\nwait", { signal: aborter.signal });
+    const reader = res.body!.getReader();
+    let text = "";
+    while (!text.includes(": keep-alive\n\n")) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toMatch(/^event: message.start\n[^]*: keep-alive\n\n/);
+    aborter.abort();
+    await expect.poll(async () => (await store.listRuns("t1"))[0]?.status, { timeout: 5_000 }).toBe("cancelled");
+  });
+
+  it("answers refusals and probes as before", async () => {
+    const { base } = await served();
+    const bad = await fetch(`${base}/chat`, { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: "{}" });
+    expect(bad.status).toBe(422);
+    expect(((await bad.json()) as { detail: unknown[] }).detail.length).toBeGreaterThan(0);
+    const none = await fetch(`${base}/chat`, { method: "POST", body: "{}" });
+    expect(none.status).toBe(401);
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+  });
+
+  it("hands a stream over as a source: no body on the response, the text written to the socket's response", async () => {
+    const app = await createApp({ env: ENV, logWrite: () => {} });
+    open.push({ close: () => app.close() });
+    const written: string[] = [];
+    let ended = false;
+    const outgoing = {
+      headers: {} as Record<string, string>,
+      status: 0,
+      writeHead(status: number, headers: Record<string, string>) {
+        this.status = status;
+        this.headers = headers;
+      },
+      flushHeaders() {},
+      write: (text: string) => void written.push(text),
+      end: () => void (ended = true),
+      once: () => {},
+    };
+    const request = new Request("http://x/chat", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: JSON.stringify({ message: "hello" }) });
+    const response = await directStreamsFetch(app.fetch)(request, { outgoing } as never);
+    expect(response.headers.get("x-hono-already-sent")).toBe("true");
+    expect(outgoing.status).toBe(200);
+    expect(outgoing.headers["content-type"]).toBe("text/event-stream; charset=utf-8");
+    await expect.poll(() => ended).toBe(true);
+    expect(answerText(parseSse(written.join("")))).toBe("echo: hello");
+    // The same app answers a caller without a runtime of its own with a web stream, as before.
+    const plain = await app.fetch(new Request(request.url, { method: "POST", headers: request.headers, body: JSON.stringify({ message: "again" }) }));
+    expect(plain.body).toBeInstanceOf(ReadableStream);
+    expect(answerText(parseSse(await plain.text()))).toBe("echo: again");
+  });
+});
