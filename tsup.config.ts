@@ -17,7 +17,7 @@ export default defineConfig([
       "graph-server/app": "src/runtime/graph-server/app.ts",
       "graph-server/start": "src/runtime/graph-server/start.ts",
     },
-    // The LangGraph packages are optional (dev and peer dependencies): never bundled, so the
+    // The LangGraph packages are optional dependencies (graph-server only): never bundled, so the
     // graph, the auth handler and the server share the one copy the server itself loads.
     external: [/^@langchain\//],
     removeNodeProtocol: false,

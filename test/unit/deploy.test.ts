@@ -4,6 +4,7 @@
  * and the Dockerfile's instructions read and checked against package.json, the build's entries
  * and the repository, so neither can drift from the service.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
@@ -212,5 +213,48 @@ describe("Dockerfile", () => {
     expect(check).toMatch(/\bCMD\b/);
     expect(check).toContain("/health");
     expect(check).toContain("process.env.PORT");
+  });
+});
+
+// ---- graph-server in an install and in the image --------------------------------------------
+
+describe("graph-server's packages: optional dependencies, in the image on request", () => {
+  const manifest = JSON.parse(readFileSync("package.json", "utf8")) as { optionalDependencies?: Record<string, string>; devDependencies: Record<string, string>; files: string[] };
+  const lock = (JSON.parse(readFileSync("package-lock.json", "utf8")) as { packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean; version?: string }> }).packages;
+  const all = instructions(readFileSync(DOCKERFILE, "utf8"));
+  const last = Math.max(...all.map((i) => i.stage));
+  const final = all.filter((i) => i.stage === last);
+
+  it("the @langchain packages are pinned optional dependencies: npm ci --omit=dev installs them, --omit=optional leaves out only them", () => {
+    const langchain = Object.keys(manifest.optionalDependencies ?? {});
+    expect(langchain.sort()).toEqual(["@langchain/core", "@langchain/langgraph", "@langchain/langgraph-api", "@langchain/langgraph-checkpoint", "@langchain/langgraph-sdk"]);
+    for (const name of langchain) {
+      expect(manifest.optionalDependencies![name], name).toMatch(/^\d+\.\d+\.\d+$/);
+      expect(manifest.devDependencies[name], name).toBeUndefined();
+      expect(lock[`node_modules/${name}`], name).toMatchObject({ optional: true, version: manifest.optionalDependencies![name] });
+      expect(lock[`node_modules/${name}`]!.dev, name).toBeUndefined();
+    }
+    // Nothing a production install needs is optional: --omit=optional drops the server's packages only.
+    const production = Object.entries(lock).filter(([path, e]) => path !== "" && !e.dev && !e.optional && !e.devOptional);
+    expect(production.map(([path]) => path)).toEqual(expect.arrayContaining(["node_modules/hono", "node_modules/zod", "node_modules/postgres"]));
+    expect(production.filter(([path]) => path.includes("@langchain/"))).toEqual([]);
+  });
+
+  it("the image installs them with --build-arg GRAPH_SERVER=true only, and copies langgraph.json where the server entry looks", () => {
+    expect(final.some((i) => i.op === "ARG" && i.args === "GRAPH_SERVER=false")).toBe(true);
+    const install = final.find((i) => i.op === "RUN" && /\bnpm ci\b/.test(i.args))!;
+    const argsWith = (graphServer: string) =>
+      execFileSync("sh", ["-c", install.args.replace(/\bnpm ci\b/, "echo npm ci").replace(/&& npm cache clean --force/, "")], { env: { PATH: process.env.PATH, GRAPH_SERVER: graphServer }, encoding: "utf8" })
+        .trim()
+        .split(/\s+/);
+    expect(argsWith("false")).toEqual(expect.arrayContaining(["--omit=dev", "--omit=optional"]));
+    expect(argsWith("true")).toContain("--omit=dev");
+    expect(argsWith("true")).not.toContain("--omit=optional");
+    // start.ts finds scripts/graph-server/langgraph.json in the directory above dist/: /app here.
+    expect(final.some((i) => i.op === "WORKDIR" && i.args === "/app")).toBe(true);
+    expect(final.some((i) => i.op === "COPY" && words(i.args).join(" ") === "scripts/graph-server ./scripts/graph-server")).toBe(true);
+    expect(existsSync("scripts/graph-server/langgraph.json")).toBe(true);
+    // A packed package carries it too.
+    expect(manifest.files).toContain("scripts/graph-server");
   });
 });

@@ -31,7 +31,7 @@ function packageRoot(): string {
   for (;;) {
     if (existsSync(join(dir, CONFIG))) return dir;
     const up = dirname(dir);
-    if (up === dir) throw new Error(`${CONFIG} was not found above ${fileURLToPath(import.meta.url)}`);
+    if (up === dir) throw new Error(`${CONFIG} was not found above ${fileURLToPath(import.meta.url)} (copy scripts/graph-server/ beside dist/)`);
     dir = up;
   }
 }
@@ -150,6 +150,8 @@ export async function startGraphServer(
  * and the native API. Its data directory is GRAPHSERVER_DATA_DIR, else one under the temp dir.
  */
 export function graphServerEntry(): { app: Pick<CreateAppOptions, "storage" | "onParts">; listen: (options: { fetch: App["fetch"]; hostname: string; port: number }) => Promise<{ port: number; stop(): Promise<void> }> } {
+  // Read now, so a missing or broken langgraph.json stops startup before the app is composed.
+  serverConfig();
   const { options, host } = graphServerParts();
   return {
     app: options,
