@@ -57,6 +57,8 @@ const PRINCIPALS: Record<string, { id: string; roles?: string[]; attributes?: Re
   "token-alice": { id: "alice", attributes: { team: "blue", credentials: { orders: "alice-secret-credential" } } },
   "token-bob": { id: "bob" },
   "token-root": { id: "root", roles: ["admin"] },
+  // An agent presenting alice's request (delegated): its admin role must never administer.
+  "token-planner": { id: "alice", roles: ["admin"], attributes: { team: "blue" }, actor: { id: "planner", chain: [], client: null } } as never,
 };
 const authPolicy: CustomAuthPolicy = {
   authenticate(request) {
@@ -70,6 +72,7 @@ const authPolicy: CustomAuthPolicy = {
 const ENV = () => ({
   AUTH_POLICY: "custom",
   AUTH_ADMIN_ROLES: "admin",
+  AUTH_ALLOWED_ACTORS: "planner",
   MODEL_PROVIDER: "fake",
   MODEL_NAME: "fake",
   LOG_LEVEL: "ERROR",
@@ -207,6 +210,25 @@ describe.each([
     expect(again.status).toBe(409);
     expect(hits).toHaveLength(1);
   });
+
+  it("a rejected call sends nothing and the tool reads not approved; /approvals lists it for its requester only", async () => {
+    const end = (await chat({ message: '/call create_order {"item":"vase"}' })).events.at(-1)!.data;
+    const threadId = end.thread_id as string;
+    const approvalId = end.approval.approval_id as string;
+    const pending = await (await rt.fetch("/approvals?status=pending")).json();
+    expect(pending.map((a: { approval_id: string }) => a.approval_id)).toContain(approvalId);
+    expect((await (await rt.fetch("/approvals?status=pending", { as: "bob" })).json()).map((a: { approval_id: string }) => a.approval_id)).not.toContain(approvalId);
+    expect((await rt.fetch(`/threads/${threadId}/approvals/${approvalId}`, { body: { decision: "reject", comment: "no" }, as: "bob" })).status).toBe(403);
+
+    const resumed = await events(await rt.fetch(`/threads/${threadId}/approvals/${approvalId}`, { body: { decision: "reject", comment: "no" } }));
+    expect(resumed.find((e) => e.event === "tool.result")!.data).toMatchObject({ name: "create_order", is_error: true, result: expect.stringContaining("not approved") });
+    expect(resumed.at(-1)!.data.status).toBe("ok");
+    expect(hits).toHaveLength(0);
+    const rejected = await (await rt.fetch("/approvals?status=rejected")).json();
+    expect(rejected.find((a: { approval_id: string }) => a.approval_id === approvalId)).toMatchObject({ status: "rejected", comment: "no" });
+    // The thread goes on after the decision.
+    expect((await chat({ message: "and now?", thread_id: threadId })).res.status).toBe(200);
+  });
 });
 
 describe("the graph server's native API behind our auth policy", () => {
@@ -326,6 +348,28 @@ describe("the graph server's native API behind our auth policy", () => {
     expect(JSON.parse(hits[0]!.body)).toEqual({ item: "chair" });
     const messages = await (await rt.fetch(`/threads/${threadId}/messages`)).json();
     expect(messages.filter((m: { role: string }) => m.role === "tool")).toHaveLength(1);
+  });
+
+  it("a delegated caller: only threads its agent started, @actor in the run context, no admin by its roles", async () => {
+    const { threadId: alices } = await aliceThread();
+    // alice's own thread is not her agent's.
+    expect((await rt.fetch(`/threads/${alices}`, { as: "planner" })).status).toBe(404);
+    const search = await (await rt.fetch("/threads/search", { body: { limit: 100 }, as: "planner" })).json();
+    expect(search.map((t: { thread_id: string }) => t.thread_id)).not.toContain(alices);
+    // A thread the agent starts natively is the agent's, and alice, calling directly, reads it too.
+    const made = await (await rt.fetch("/threads", { body: { metadata: { actor: "someone" } }, as: "planner" })).json();
+    const threadId = made.thread_id as string;
+    expect((await rt.fetch(`/threads/${threadId}`, { as: "planner" })).status).toBe(200);
+    expect((await rt.fetch(`/threads/${threadId}`)).status).toBe(200);
+    const res = await nativeRun(threadId, { input: { messages: [{ role: "user", content: "/call whoami {}" }] }, context: { user_id: "mallory" } }, "planner");
+    expect(res.status).toBe(200);
+    const tool = (await res.json()).messages.find((m: { role: string }) => m.role === "tool");
+    expect(JSON.parse(tool.content)).toEqual({ id: "alice", roles: [], attributes: { team: "blue", "@actor": { id: "planner", chain: [], client: null } } });
+    const stored = JSON.stringify(await (await rt.fetch(`/threads/${threadId}/runs`, { as: "planner" })).json());
+    expect(stored).toContain('"@actor":{"id":"planner"');
+    expect(stored).not.toContain("mallory");
+    // Delegated roles never administer (spec 5.6).
+    expect((await rt.fetch("/assistants", { body: { graph_id: "agent" }, as: "planner" })).status).toBe(403);
   });
 
   it("keeps assistants, crons and store writes to AUTH_ADMIN_ROLES; reads to any caller", async () => {
