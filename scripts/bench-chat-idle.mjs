@@ -1,16 +1,15 @@
-// Child process for the idle-stream memory figure of scripts/bench-chat.mjs (not meant to be run
-// by hand). `node scripts/bench-chat-idle.mjs service|bare`, forked with an IPC channel: serves one
-// app on 127.0.0.1 (port 0), reports {type:"ready", port}, answers {type:"mem"} with its memory
+// Child process for the bare route's idle-stream memory figure of scripts/bench-chat.mjs (not meant
+// to be run by hand; the service's figure comes from its entries). `node scripts/bench-chat-idle.mjs
+// bare`, forked with an IPC channel: serves the bare route on 127.0.0.1 (port 0), reports {type:"ready", port}, answers {type:"mem"} with its memory
 // figures and exits on {type:"stop"} or when the parent goes away.
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { parseCommandLine, usageError } from "./lib/args.mjs";
 
-const USAGE = "usage: node scripts/bench-chat-idle.mjs service|bare (forked by scripts/bench-chat.mjs with an IPC channel)\n";
+const USAGE = "usage: node scripts/bench-chat-idle.mjs bare (forked by scripts/bench-chat.mjs with an IPC channel)\n";
 const { positionals } = parseCommandLine(process.argv.slice(2), { name: "bench-chat-idle", usage: USAGE, positionals: true });
-if (positionals.length !== 1 || !["service", "bare"].includes(positionals[0])) usageError("bench-chat-idle", USAGE, "needs one mode: service or bare");
-const mode = positionals[0];
+if (positionals.length !== 1 || positionals[0] !== "bare") usageError("bench-chat-idle", USAGE, "needs the mode: bare");
 if (!process.send) {
   process.stderr.write("bench-chat-idle.mjs is started by scripts/bench-chat.mjs (needs an IPC channel)\n");
   process.exit(2);
@@ -36,16 +35,7 @@ function bareIdleApp() {
   return { fetch: app.fetch, close: async () => {} };
 }
 
-let app;
-if (mode === "service") {
-  const { createApp } = await import(new URL("../dist/index.js", import.meta.url).href);
-  app = await createApp({
-    env: { API_KEY: "bench", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_LEVEL: "WARNING", RUN_TIMEOUT_S: "600" },
-    logWrite: () => {},
-  });
-} else {
-  app = bareIdleApp();
-}
+const app = bareIdleApp();
 
 const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, (info) => {
   process.send({ type: "ready", port: info.port, pid: process.pid });

@@ -1,16 +1,22 @@
 // Benchmark of POST /chat against a bare Hono streamSSE route, all on 127.0.0.1.
 //
-//   npx tsup --silent && node scripts/bench-chat.mjs [--seconds 10] [--connections 50]
-//       [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]
+//   npx tsup --silent && node scripts/bench-chat.mjs [--rounds 10] [--seconds 3] [--connections 50]
+//       [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--hold 5]
+//       [--idle-runtimes node,bun,deno] [--skip-idle]
 //
-// 1. The service (dist/index.js, fake model) served in this process by @hono/node-server, driven
-//    by autocannon (in a worker thread, so the load generator does not share the server's event
-//    loop). Every request starts a new thread; the answer is N = 20 SSE events.
-// 2. A bare Hono app whose one route writes the same 20 events with streamSSE, same settings.
-// 3. Time to first event: a fetch sampler (requests at modest concurrency) that stops the clock at
+// 1. The service (dist/index.js, fake model) served as the Node entry serves it (serveNode: event
+//    streams written straight to node:http), and a bare Hono app whose one route writes the same
+//    20 events with streamSSE (served by @hono/node-server), both up at once in this process,
+//    driven by autocannon in a worker thread (the load generator does not share the server's
+//    event loop). Every request starts a new thread; the answer is N = 20 SSE events. Measured in
+//    short segments in turn, a pair per round: the median ratio service/bare counts (target 2x).
+// 2. Time to first event: a fetch sampler (requests at modest concurrency) that stops the clock at
 //    the first chunk containing `event:`; autocannon's latency is time to the full response.
-// 4. RSS of idle streams: a fresh child (scripts/bench-chat-idle.mjs) per app, N idle streams
-//    opened by this process, the child's RSS read over IPC before and after.
+// 3. Waiting conversations: each runtime's entry (dist/node.js, dist/bun.js, dist/deno.js, as
+//    npm start and start:bun/start:deno run them) spawned in turn, N /chat streams whose model
+//    sleeps held for --hold seconds with a heartbeat every 2 s, the entry's RSS (/proc) before and
+//    after, and /health sampled while they are held; then the bare route's streams in a child of
+//    its own (scripts/bench-chat-idle.mjs) for comparison.
 //
 // --runtime node,bun,deno (or all) replaces all of the above with: 1. and 3. against each
 // runtime's built entry spawned as a process (dist/node.js, dist/bun.js, dist/deno.js), one after
@@ -44,7 +50,7 @@ import { fileURLToPath } from "node:url";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
-import { benchRuntimes, parseRuntimes } from "./lib/bench-runtimes.mjs";
+import { benchRuntimes, parseRuntimes, rssMb, startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
 import { startOtlpSink } from "./lib/otlp-sink.mjs";
 import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, logTable, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
@@ -55,13 +61,14 @@ function options(argv) {
   const opts = benchOptions(argv, {
     name: "bench-chat",
     usage:
-      "usage: node scripts/bench-chat.mjs [--seconds 10] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20] [--streams 10000] [--skip-idle]\n" +
+      "usage: node scripts/bench-chat.mjs [--rounds 10] [--seconds 3] [--connections 50] [--warmup 1] [--samples 200] [--sample-concurrency 20]\n" +
+      "       [--streams 10000] [--hold 5] [--idle-runtimes node,bun,deno] [--skip-idle]\n" +
       "       [--sql [--dsn postgres://postgres@127.0.0.1:5432/test] [--turns 200] [--rounds 3]]\n" +
       "       [--runtime node,bun,deno|all]\n" +
       "       [--tracing [--rounds 10] [--seconds 3]]\n",
-    numbers: { seconds: 10, connections: 50, warmup: 1, samples: 200, "sample-concurrency": 20, streams: 10_000, turns: 200, rounds: 3 },
+    numbers: { seconds: 10, connections: 50, warmup: 1, samples: 200, "sample-concurrency": 20, streams: 10_000, turns: 200, rounds: 3, hold: 5 },
     switches: ["skip-idle", "sql", "tracing"],
-    strings: { dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test", runtime: "" },
+    strings: { dsn: process.env.SQLDB_DSN || "postgres://postgres@127.0.0.1:5432/test", runtime: "", "idle-runtimes": "node,bun,deno" },
   });
   opts.runtimes = opts.runtime ? parseRuntimes(opts.runtime, "usage: node scripts/bench-chat.mjs --runtime node,bun,deno|all [--seconds 10] [--connections 50] ...\n") : undefined;
   opts.connections = Math.max(1, Math.floor(opts.connections));
@@ -70,9 +77,10 @@ function options(argv) {
   opts.streams = Math.floor(opts.streams);
   opts.turns = Math.max(1, Math.floor(opts.turns));
   opts.rounds = Math.max(1, Math.floor(opts.rounds));
-  // --tracing measures pairs of short segments: its own defaults unless given.
-  if (opts.tracing && !argv.some((a) => a.startsWith("--rounds"))) opts.rounds = 10;
-  if (opts.tracing && !argv.some((a) => a.startsWith("--seconds"))) opts.seconds = 3;
+  // The default mode and --tracing measure pairs of short segments: their own defaults unless given.
+  const paired = !opts.sql && !opts.runtimes;
+  if (paired && !argv.some((a) => a.startsWith("--rounds"))) opts.rounds = 10;
+  if (paired && !argv.some((a) => a.startsWith("--seconds"))) opts.seconds = 3;
   return opts;
 }
 
@@ -99,7 +107,7 @@ function killChildren() {
 }
 process.on("exit", killChildren);
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130));
-watchdog("bench-chat", (opts.warmup + opts.seconds) * Math.max(2, opts.runtimes?.length ?? 0) * (opts.sql || opts.tracing ? opts.rounds : 1) * 1000 + 6 * 60 * 1000);
+watchdog("bench-chat", (opts.warmup + opts.seconds) * Math.max(2, opts.runtimes?.length ?? 0) * opts.rounds * 1000 + (opts.skipIdle ? 0 : 4 * (opts.hold + 90)) * 1000 + 6 * 60 * 1000);
 
 // ---------------------------------------------------------------------------------------------
 // the bare baseline: one streamSSE route writing the same 20 events with similar payloads
@@ -273,6 +281,7 @@ async function openIdleStreams(port, count) {
   const requests = [];
   let started = 0;
   let failed = 0;
+  let heartbeats = 0;
   let next = 0;
   const openOne = () =>
     new Promise((resolve) => {
@@ -298,7 +307,11 @@ async function openIdleStreams(port, count) {
         res.setEncoding("utf8");
         let seen = "";
         res.on("data", (chunk) => {
-          if (settled) return; // keep reading (heartbeats), drop the text
+          if (settled) {
+            // keep reading, drop the text; count the heartbeats
+            if (chunk.includes(": keep-alive")) heartbeats++;
+            return;
+          }
           seen += chunk;
           if (seen.includes("event: message.start")) settle(true);
         });
@@ -323,6 +336,9 @@ async function openIdleStreams(port, count) {
     started,
     failed,
     openSeconds,
+    get heartbeats() {
+      return heartbeats;
+    },
     close() {
       for (const req of requests) req.destroy();
       agent.destroy();
@@ -332,8 +348,9 @@ async function openIdleStreams(port, count) {
 
 const MB = 1024 * 1024;
 
-async function benchIdle(mode, streams) {
-  const child = await startChild(mode);
+/** The bare route's idle streams in a child of its own (scripts/bench-chat-idle.mjs), for comparison. */
+async function benchIdleBare(streams) {
+  const child = await startChild("bare");
   let handle;
   try {
     await new Promise((r) => setTimeout(r, 300));
@@ -341,26 +358,91 @@ async function benchIdle(mode, streams) {
     handle = await openIdleStreams(child.port, streams);
     await new Promise((r) => setTimeout(r, 500));
     const loaded = await child.mem();
-    const out = {
-      streams: handle.started,
-      failed: handle.failed,
-      openSeconds: handle.openSeconds,
-      baseRss: base.rss / MB,
-      rss: loaded.rss / MB,
-      rssAfterGc: loaded.rssAfterGc / MB,
-      heapAfterGc: loaded.heapUsedAfterGc / MB,
-      baseHeapAfterGc: base.heapUsedAfterGc / MB,
-      perStreamKb: handle.started > 0 ? (loaded.rss - base.rss) / 1024 / handle.started : NaN,
-    };
+    return { streams: handle.started, baseRss: base.rss / MB, rss: loaded.rss / MB, perStreamKb: handle.started > 0 ? (loaded.rss - base.rss) / 1024 / handle.started : NaN };
+  } finally {
+    handle?.close();
+    await child.stop();
+  }
+}
+
+/** /health latency: `samples` requests, 10 at a time, while the streams are held. */
+async function sampleHealth(port, samples = 500) {
+  const times = [];
+  let next = 0;
+  let bad = 0;
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      while (next < samples) {
+        next++;
+        const t0 = performance.now();
+        const ok = await fetch(`http://127.0.0.1:${port}/health`).then(async (r) => (await r.arrayBuffer(), r.ok), () => false);
+        if (ok) times.push(performance.now() - t0);
+        else bad++;
+      }
+    }),
+  );
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), bad };
+}
+
+/**
+ * Waiting conversations on a runtime's own entry (what `npm start`, `start:bun`, `start:deno`
+ * serve): `streams` /chat streams whose fake model sleeps, held for --hold seconds with a
+ * heartbeat every 2 s, the entry's RSS read from /proc before and after, /health sampled meanwhile.
+ */
+async function benchIdleEntry(runtime, streams) {
+  const { child, port } = await startEntry(runtime, { ...SERVICE_ENV, SSE_HEARTBEAT_S: "2" }, children);
+  let handle;
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    const baseRss = rssMb(child.pid);
+    handle = await openIdleStreams(port, streams);
+    await new Promise((r) => setTimeout(r, opts.hold * 1000));
+    const rss = rssMb(child.pid);
+    const health = await sampleHealth(port);
+    const out = { streams: handle.started, failed: handle.failed, heartbeats: handle.heartbeats, baseRss, rss, perStreamKb: handle.started > 0 ? ((rss - baseRss) * 1024) / handle.started : NaN, health };
     log(
-      `${mode.padEnd(8)} idle: ${out.streams} streams open (${out.failed} failed) in ${out.openSeconds.toFixed(1)} s; RSS ${out.baseRss.toFixed(1)} MB before -> ` +
-        `${out.rss.toFixed(1)} MB with streams (${out.rssAfterGc.toFixed(1)} MB after gc; heap ${out.baseHeapAfterGc.toFixed(1)} -> ${out.heapAfterGc.toFixed(1)} MB), ` +
-        `${out.perStreamKb.toFixed(1)} KB RSS per stream`,
+      `${runtime.padEnd(8)} idle: ${out.streams} streams held ${opts.hold} s (${out.failed} failed, ${out.heartbeats} heartbeats read); RSS ${baseRss.toFixed(1)} MB before -> ${rss.toFixed(1)} MB, ` +
+        `${out.perStreamKb.toFixed(1)} KB per waiting conversation; /health p50 ${health.p50.toFixed(2)} ms p99 ${health.p99.toFixed(2)} ms (${health.bad} failed)`,
     );
     return out;
   } finally {
     handle?.close();
-    await child.stop();
+    await stopEntry(child);
+    children.delete(child);
+  }
+}
+
+/**
+ * The service (served as the Node entry serves it: serveNode) against the bare route (served by
+ * @hono/node-server), both up at once and measured in short segments in turn, a pair per round
+ * (bare first in odd pairs, service first in even ones): this machine's speed drifts over
+ * seconds, and a pair measured back to back sees the same machine. The median ratio counts.
+ */
+async function throughputPairs(createApp, serveNode) {
+  const bare = await listen(bareApp().fetch);
+  const app = await createApp({ env: SERVICE_ENV, logWrite: () => {} });
+  const service = await serveNode({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 });
+  const urls = { bare: `http://127.0.0.1:${bare.port}/chat`, service: `http://127.0.0.1:${service.port}/chat` };
+  try {
+    for (const url of Object.values(urls)) if (opts.warmup > 0) await cannon(url, opts.warmup);
+    const pairs = [];
+    for (let r = 0; r < opts.rounds; r++) {
+      const order = r % 2 === 0 ? ["bare", "service"] : ["service", "bare"];
+      const seg = {};
+      for (const name of order) {
+        const res = await cannon(urls[name], opts.seconds);
+        seg[name] = { rps: res["2xx"] / opts.seconds, bad: res.errors + res.non2xx + res.timeouts, latP50: res.latency.p50, latP99: res.latency.p99 };
+      }
+      pairs.push({ ...seg, ratio: seg.service.rps / seg.bare.rps });
+      log(`pair ${r + 1}: chat turns/s bare ${seg.bare.rps.toFixed(0)}, service ${seg.service.rps.toFixed(0)}, ratio ${pairs.at(-1).ratio.toFixed(2)}x`);
+    }
+    const ttfe = { bare: await sampleFirstEvent(urls.bare), service: await sampleFirstEvent(urls.service) };
+    return { pairs, ttfe };
+  } finally {
+    await closeServer(bare.server);
+    await closeServer(service.server);
+    await app.close();
   }
 }
 
@@ -368,68 +450,68 @@ async function benchIdle(mode, streams) {
 // main
 
 async function main() {
-  const { createApp } = await loadDist();
+  const { createApp, serveNode } = await loadDist();
   log(`bench-chat: node ${process.version}, ${opts.connections} connections x ${opts.seconds} s (+${opts.warmup} s warm-up) per target, ${EXPECTED_EVENTS} SSE events per response`);
   if (opts.sql) return sqlMode(createApp);
   if (opts.tracing) return tracingMode(createApp);
   if (opts.runtimes) return void (await benchRuntimes({ runtimes: opts.runtimes, env: SERVICE_ENV, measure, children }));
 
-  // 2. + 3. the bare baseline first (it keeps no state), then 1. + 3. the service, each warmed up
-  const bare = await benchThroughput("bare", bareApp().fetch);
-  const service = await (async () => {
-    const app = await createApp({ env: SERVICE_ENV, logWrite: () => {} });
-    try {
-      return await benchThroughput("service", app.fetch);
-    } finally {
-      await app.close();
-    }
-  })();
-  const ratio = service.rps / bare.rps;
-  log(`ratio service/bare requests/s: ${ratio.toFixed(2)}x (target >= 1.0x: ${ratio >= 1 ? "met" : "NOT met"})`);
+  // 1.-3. throughput and first event, the service against the bare route, in pairs
+  const { pairs, ttfe } = await throughputPairs(createApp, serveNode);
+  const ratio = median(pairs.map((p) => p.ratio));
+  const mid = (name, key) => median(pairs.map((p) => p[name][key]));
 
-  // 4. idle streams
-  let idleService;
-  let idleBare;
+  // 4. waiting conversations on each runtime's entry
+  const idle = {};
   let streams = opts.streams;
+  const idleRuntimes = parseRuntimes(opts.idleRuntimes, "");
   if (!opts.skipIdle && streams > 0) {
     const limit = fdLimit();
-    // Client sockets live in this process and server sockets in the child: each needs streams + margin.
+    // Client sockets live in this process and server sockets in the entry: each needs streams + margin.
     const need = streams + 1024;
-    if (!(limit >= 25_000)) {
-      log(`warning: ulimit -n is ${limit} (< 25000); client and server run in separate processes here, each needs about ${need} descriptors`);
-      if (Number.isFinite(limit) && limit < need) {
-        streams = Math.max(100, Math.floor((limit - 1024) / 1000) * 1000);
-        log(`warning: scaling idle streams down to ${streams}`);
-      }
+    if (Number.isFinite(limit) && limit < need) {
+      streams = Math.max(100, Math.floor((limit - 1024) / 1000) * 1000);
+      log(`warning: ulimit -n is ${limit}; scaling idle streams down to ${streams}`);
     }
-    idleService = await benchIdle("service", streams);
-    idleBare = await benchIdle("bare", streams);
-    log(`service RSS with ${idleService.streams} idle streams: ${idleService.rss.toFixed(1)} MB (target < 200 MB: ${idleService.rss < 200 ? "met" : "NOT met"})`);
+    for (const runtime of idleRuntimes) idle[runtime] = await benchIdleEntry(runtime, streams);
+    idle.bare = await benchIdleBare(streams);
+    log(`bare     idle: ${idle.bare.streams} streams; RSS ${idle.bare.baseRss.toFixed(1)} MB before -> ${idle.bare.rss.toFixed(1)} MB, ${idle.bare.perStreamKb.toFixed(1)} KB per stream`);
   }
 
-  // 5. table
+  // 5. tables
   const f = (v, d = 1) => (typeof v === "number" && Number.isFinite(v) ? v.toFixed(d) : "-");
-  const rows = [
-    ["requests/s (mean)", f(service.rps, 0), f(bare.rps, 0), `${f(ratio, 2)}x`],
-    ["first event p50 (ms)", f(service.ttfe.p50, 2), f(bare.ttfe.p50, 2), `${f(service.ttfe.p50 / bare.ttfe.p50, 2)}x`],
-    ["first event p99 (ms)", f(service.ttfe.p99, 2), f(bare.ttfe.p99, 2), `${f(service.ttfe.p99 / bare.ttfe.p99, 2)}x`],
-    ["full response p50 (ms)", f(service.latP50, 0), f(bare.latP50, 0), ""],
-    ["full response p99 (ms)", f(service.latP99, 0), f(bare.latP99, 0), ""],
-    ["errors + non-2xx", String(service.errors + service.non2xx + service.timeouts), String(bare.errors + bare.non2xx + bare.timeouts), ""],
-  ];
-  if (idleService && idleBare) {
-    rows.push(
-      ["idle streams open", String(idleService.streams), String(idleBare.streams), ""],
-      ["RSS before streams (MB)", f(idleService.baseRss), f(idleBare.baseRss), ""],
-      ["RSS with streams (MB)", f(idleService.rss), f(idleBare.rss), `${f(idleService.rss / idleBare.rss, 2)}x`],
-      ["RSS per stream (KB)", f(idleService.perStreamKb), f(idleBare.perStreamKb), `${f(idleService.perStreamKb / idleBare.perStreamKb, 2)}x`],
+  log("");
+  logTable(
+    ["(median of pairs)", "service", "bare", "service/bare"],
+    [
+      ["chat turns/s", f(mid("service", "rps"), 0), f(mid("bare", "rps"), 0), `${f(ratio, 2)}x`],
+      ["first event p50 (ms)", f(ttfe.service.p50, 2), f(ttfe.bare.p50, 2), `${f(ttfe.service.p50 / ttfe.bare.p50, 2)}x`],
+      ["first event p99 (ms)", f(ttfe.service.p99, 2), f(ttfe.bare.p99, 2), `${f(ttfe.service.p99 / ttfe.bare.p99, 2)}x`],
+      ["full response p50 (ms)", f(mid("service", "latP50"), 0), f(mid("bare", "latP50"), 0), ""],
+      ["full response p99 (ms)", f(mid("service", "latP99"), 0), f(mid("bare", "latP99"), 0), ""],
+      ["errors + non-2xx", String(pairs.reduce((n, p) => n + p.service.bad, 0) + ttfe.service.badStatus + ttfe.service.wrongCount), String(pairs.reduce((n, p) => n + p.bare.bad, 0)), ""],
+    ],
+  );
+  const runtimesHeld = idleRuntimes.filter((r) => idle[r]);
+  if (runtimesHeld.length > 0) {
+    log("");
+    logTable(
+      ["waiting conversations", ...runtimesHeld, "bare (node)"],
+      [
+        ["held", ...runtimesHeld.map((r) => String(idle[r].streams)), String(idle.bare?.streams ?? "-")],
+        ["RSS before (MB)", ...runtimesHeld.map((r) => f(idle[r].baseRss)), f(idle.bare?.baseRss)],
+        ["RSS held (MB)", ...runtimesHeld.map((r) => f(idle[r].rss)), f(idle.bare?.rss)],
+        ["RSS per conversation (KB)", ...runtimesHeld.map((r) => f(idle[r].perStreamKb)), f(idle.bare?.perStreamKb)],
+        ["heartbeats read", ...runtimesHeld.map((r) => String(idle[r].heartbeats)), ""],
+        ["/health p50 (ms) held", ...runtimesHeld.map((r) => f(idle[r].health.p50, 2)), ""],
+        ["/health p99 (ms) held", ...runtimesHeld.map((r) => f(idle[r].health.p99, 2)), ""],
+      ],
     );
   }
   log("");
-  logTable(["", "service", "bare", "service/bare"], rows);
-  log("");
-  log(`requests/s ratio service/bare: ${f(ratio, 2)}x (target >= 1.0x)`);
-  if (idleService) log(`service RSS with ${idleService.streams} idle streams: ${f(idleService.rss)} MB (target < 200 MB)`);
+  log(`ratio service/bare chat turns/s: median ${f(ratio, 2)}x of ${pairs.map((p) => f(p.ratio, 2)).join(", ")} (target >= 2.0x: ${ratio >= 2 ? "met" : "NOT met"})`);
+  for (const r of runtimesHeld)
+    log(`${r}: ${f(idle[r].perStreamKb)} KB RSS per waiting conversation at ${idle[r].streams} (target <= 20 KB on node: ${r !== "node" ? "-" : idle[r].perStreamKb <= 20 ? "met" : "NOT met"}); RSS held ${f(idle[r].rss)} MB`);
 }
 
 // ---------------------------------------------------------------------------------------------

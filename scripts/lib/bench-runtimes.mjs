@@ -38,7 +38,7 @@ function freePort() {
   });
 }
 
-const rssMb = (pid) => {
+export const rssMb = (pid) => {
   try {
     const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
     return kb / 1024;
@@ -48,7 +48,7 @@ const rssMb = (pid) => {
 };
 
 /** Spawns the entry and resolves once it answers /health: `{ child, port, startMs }`. */
-async function startEntry(runtime, env, children) {
+export async function startEntry(runtime, env, children) {
   const port = await freePort();
   const { command, args, env: scriptEnv } = scriptCommand(ROOT, ENTRY_SCRIPTS[runtime]);
   const t0 = performance.now();
@@ -75,7 +75,7 @@ async function startEntry(runtime, env, children) {
   return { child, port, startMs: performance.now() - t0 };
 }
 
-async function stopEntry(child) {
+export async function stopEntry(child) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
