@@ -14,7 +14,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 // before getRequestListener swaps the global Response for its own, whose responses it would write.
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { createServer } from "node:http";
-import { DIRECT_STREAMS, directSse } from "../http/sse.js";
+import { DIRECT_STREAMS, directSse, type SseSink } from "../http/sse.js";
 
 type Fetch = (request: Request, env?: unknown) => Promise<Response> | Response;
 
@@ -30,11 +30,48 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
     const headers: Record<string, string> = {};
     response.headers.forEach((value, name) => (headers[name] = value));
     out.writeHead(response.status, headers);
-    out.flushHeaders();
-    const stream = source.attach({ write: (text) => void out.write(text), end: () => void out.end() });
+    const stream = source.attach(coalescingSink(out));
     // Also after a normal end, where cancel does nothing: only a client that went away stops the run.
     out.once("close", () => stream.cancel());
     return RESPONSE_ALREADY_SENT;
+  };
+}
+
+/**
+ * Writes to the response once per turn of the event loop (setImmediate): the headers with the
+ * first words, and what else the run said in the same turn. A socket write is the largest cost of
+ * a short answer here, and a run that answers at once (a quick model, a refusal) then costs one
+ * write for the headers, every event and the end, instead of one each. A run that waits gets its
+ * headers and first event out on the next turn of the loop, as before.
+ */
+function coalescingSink(out: ServerResponse): SseSink {
+  let buffered = "";
+  let scheduled = false;
+  const push = () => {
+    scheduled = false;
+    if (out.writableEnded) return;
+    if (buffered !== "") {
+      const text = buffered;
+      buffered = "";
+      out.write(text);
+    } else if (!out.headersSent) out.flushHeaders();
+  };
+  const soon = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(push);
+  };
+  soon(); // the headers go out next turn even when nothing is said yet
+  return {
+    write(text) {
+      buffered += text;
+      soon();
+    },
+    end(text) {
+      const all = buffered + text;
+      buffered = "";
+      out.end(all);
+    },
   };
 }
 

@@ -87,9 +87,13 @@ describe("serveNode", () => {
         this.status = status;
         this.headers = headers;
       },
+      headersSent: false,
       flushHeaders() {},
       write: (text: string) => void written.push(text),
-      end: () => void (ended = true),
+      end: (text: string) => {
+        written.push(text);
+        ended = true;
+      },
       once: () => {},
     };
     const request = new Request("http://x/chat", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: JSON.stringify({ message: "hello" }) });

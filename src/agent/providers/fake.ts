@@ -54,10 +54,25 @@ function splitOnce(s: string): [string, string] {
 }
 
 /** Splits text into pieces of at most 16 code points. */
+/** `text` in pieces of at most `size` code points (a surrogate pair is never split). */
 export function pieces(text: string, size = 16): string[] {
-  const cps = Array.from(text);
   const out: string[] = [];
-  for (let i = 0; i < cps.length; i += size) out.push(cps.slice(i, i + size).join(""));
+  let start = 0;
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one code point.
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    if (++count === size) {
+      out.push(text.slice(start, i + 1));
+      start = i + 1;
+      count = 0;
+    }
+  }
+  if (start < text.length) out.push(text.slice(start));
   return out;
 }
 
