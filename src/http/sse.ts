@@ -22,7 +22,8 @@ import type { RunEvent } from "../agent/events.js";
 import type { JsonValue } from "../json.js";
 
 const encoder = new TextEncoder();
-const KEEP_ALIVE = ": keep-alive\n\n";
+/** The heartbeat of an idle stream (CONTRACT 4). */
+export const KEEP_ALIVE = ": keep-alive\n\n";
 
 /** One frame: an `event:` line when it has a name, one `data:` line of JSON, a blank line. */
 function frame(name: string | undefined, data: unknown): string {
@@ -41,12 +42,18 @@ export interface SseSink {
   write(text: string): void;
   /** Ends the stream after `text`: the last words and the end go out in one write. */
   end(text: string): void;
+  /**
+   * The sink gathers what is written within a turn of the event loop into one write, and sends
+   * the heartbeats of an idle stream itself (`heartbeatMs` from attach): the stream then keeps
+   * no timer of its own. The Node entry's sink does, with one timer for all its streams.
+   */
+  readonly paced?: boolean;
 }
 
 /** What a runtime that writes streams itself gets from a response (`directSse(response)`). */
 export interface DirectSse {
   /** Starts writing to `sink` (what is pending first); `cancel()` when the client has gone. */
-  attach(sink: SseSink): { cancel(): void };
+  attach(sink: SseSink): { cancel(): void; readonly heartbeatMs: number };
 }
 
 /** The key a runtime sets to true in the env object it hands each request (Hono's `c.env`). */
@@ -142,15 +149,16 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
     if (!open) end();
     else {
       if (pending !== "") flush();
-      beat(heartbeatMs);
+      if (!to.paced) beat(heartbeatMs);
     }
-    return { cancel };
+    return { cancel, heartbeatMs };
   };
 
   const write = (text: string) => {
     if (!open) return;
     pending += text;
-    if (!started) {
+    if (sink?.paced) flush();
+    else if (!started) {
       started = true;
       flush();
     } else flushTimer ??= setTimeout(flush, 0);

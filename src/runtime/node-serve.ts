@@ -14,7 +14,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 // before getRequestListener swaps the global Response for its own, whose responses it would write.
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { createServer } from "node:http";
-import { DIRECT_STREAMS, directSse, type SseSink } from "../http/sse.js";
+import { DIRECT_STREAMS, directSse, KEEP_ALIVE, type SseSink } from "../http/sse.js";
 
 type Fetch = (request: Request, env?: unknown) => Promise<Response> | Response;
 
@@ -30,9 +30,14 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
     const headers: Record<string, string> = {};
     response.headers.forEach((value, name) => (headers[name] = value));
     out.writeHead(response.status, headers);
-    const stream = source.attach(coalescingSink(out));
+    const sink = new PacedSink(out);
+    const stream = source.attach(sink);
+    sink.beatEvery(stream.heartbeatMs);
     // Also after a normal end, where cancel does nothing: only a client that went away stops the run.
-    out.once("close", () => stream.cancel());
+    out.once("close", () => {
+      sink.stop();
+      stream.cancel();
+    });
     return RESPONSE_ALREADY_SENT;
   };
 }
@@ -43,36 +48,79 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
  * a short answer here, and a run that answers at once (a quick model, a refusal) then costs one
  * write for the headers, every event and the end, instead of one each. A run that waits gets its
  * headers and first event out on the next turn of the loop, as before.
+ *
+ * Heartbeats come from one timer for all the streams of the process (HEARTBEAT_TICK_MS), not a
+ * timer per stream: ten thousand waiting conversations hold no timer each for it.
  */
-function coalescingSink(out: ServerResponse): SseSink {
-  let buffered = "";
-  let scheduled = false;
-  const push = () => {
-    scheduled = false;
+class PacedSink implements SseSink {
+  readonly paced = true;
+  private buffered = "";
+  private scheduled = false;
+  private lastWrite = Date.now();
+  private heartbeatMs = 0;
+  constructor(private readonly out: ServerResponse) {
+    this.soon(); // the headers go out next turn even when nothing is said yet
+  }
+
+  write(text: string): void {
+    this.buffered += text;
+    this.soon();
+  }
+
+  end(text: string): void {
+    this.stop();
+    const all = this.buffered + text;
+    this.buffered = "";
+    this.out.end(all);
+  }
+
+  beatEvery(ms: number): void {
+    if (this.out.writableEnded) return;
+    this.heartbeatMs = ms;
+    beating.add(this);
+    beatTimer ??= setInterval(beatIdle, HEARTBEAT_TICK_MS).unref();
+  }
+
+  stop(): void {
+    beating.delete(this);
+    if (beating.size === 0 && beatTimer !== undefined) {
+      clearInterval(beatTimer);
+      beatTimer = undefined;
+    }
+  }
+
+  /** A heartbeat when nothing was written for heartbeatMs. */
+  beatIfIdle(now: number): void {
+    if (now - this.lastWrite >= this.heartbeatMs && this.buffered === "") this.write(KEEP_ALIVE);
+  }
+
+  private soon(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.push);
+  }
+
+  private readonly push = () => {
+    this.scheduled = false;
+    const out = this.out;
     if (out.writableEnded) return;
-    if (buffered !== "") {
-      const text = buffered;
-      buffered = "";
+    this.lastWrite = Date.now();
+    if (this.buffered !== "") {
+      const text = this.buffered;
+      this.buffered = "";
       out.write(text);
     } else if (!out.headersSent) out.flushHeaders();
   };
-  const soon = () => {
-    if (scheduled) return;
-    scheduled = true;
-    setImmediate(push);
-  };
-  soon(); // the headers go out next turn even when nothing is said yet
-  return {
-    write(text) {
-      buffered += text;
-      soon();
-    },
-    end(text) {
-      const all = buffered + text;
-      buffered = "";
-      out.end(all);
-    },
-  };
+}
+
+/** How often the idle streams are looked at: a heartbeat is at most this late. */
+const HEARTBEAT_TICK_MS = 250;
+const beating = new Set<PacedSink>();
+let beatTimer: ReturnType<typeof setInterval> | undefined;
+
+function beatIdle(): void {
+  const now = Date.now();
+  for (const sink of beating) sink.beatIfIdle(now);
 }
 
 /** Serves `fetch` on hostname:port; resolves once listening. */
