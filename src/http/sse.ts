@@ -22,6 +22,12 @@ import type { RunEvent } from "../agent/events.js";
 import type { JsonValue } from "../json.js";
 
 const encoder = new TextEncoder();
+/**
+ * The runtime's own Response, taken when this module loads: @hono/node-server later replaces the
+ * global with a lazy one that builds a second, full Response the first time its headers are read
+ * (the request id is set on every response), which a direct stream pays for nothing.
+ */
+const NativeResponse = globalThis.Response;
 /** The heartbeat of an idle stream (CONTRACT 4). */
 export const KEEP_ALIVE = ": keep-alive\n\n";
 
@@ -175,7 +181,7 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
     response() {
       if (options.direct) {
         (options.direct as DirectEnv)[DIRECT_SSE] = { attach } satisfies DirectSse;
-        return new Response(null, { status: 200, headers: SSE_HEADERS });
+        return new NativeResponse(null, { status: 200, headers: SSE_HEADERS });
       }
       const body = new ReadableStream<Uint8Array>({
         start(controller) {

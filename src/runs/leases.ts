@@ -32,8 +32,10 @@ export interface ThreadLeases {
 }
 
 export function threadLeases(port: ThreadLease, options: { readonly instanceId: string; readonly ids: Ids; readonly timings: LeaseTimings }): ThreadLeases {
-  const { instanceId, ids, timings } = options;
-  const holder = (purpose: string) => `${instanceId}:${purpose}:${ids.runId()}`;
+  const { instanceId, timings } = options;
+  // Unique per holder: the instance id is this process's (random at each start), the count its own.
+  let seq = 0;
+  const holder = (purpose: string) => `${instanceId}:${purpose}:${++seq}`;
   return {
     timings,
     port,
