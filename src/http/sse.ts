@@ -94,110 +94,130 @@ export interface SseStream {
 
 /** `direct`: the request's env when its runtime writes streams itself (directStreamsEnv). */
 export function createSseStream(options: { heartbeatMs: number; onCancel: () => void; direct?: object | undefined }): SseStream {
-  const { heartbeatMs, onCancel } = options;
-  let sink: SseSink | undefined;
-  let open = true;
-  let started = false;
-  let ended = false;
-  let pending = "";
-  let flushTimer: ReturnType<typeof setTimeout> | undefined;
-  let beatTimer: ReturnType<typeof setTimeout> | undefined;
-  let lastWrite = Date.now();
+  return new Stream(options.heartbeatMs, options.onCancel, options.direct);
+}
 
-  const flush = () => {
-    flushTimer = undefined;
-    if (!open || pending === "" || sink === undefined) return;
-    const text = pending;
-    pending = "";
-    lastWrite = Date.now();
-    try {
-      sink.write(text);
-    } catch {
-      open = false;
+/**
+ * A class rather than a dozen closures: ten thousand waiting conversations each hold one of
+ * these, and the methods are shared. `send` and `sendData` are fields because they are handed
+ * out as callbacks (a run's `emit`).
+ */
+class Stream implements SseStream, DirectSse {
+  private sink: SseSink | undefined;
+  private open = true;
+  private started = false;
+  private ended = false;
+  private pending = "";
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private beatTimer: ReturnType<typeof setTimeout> | undefined;
+  private lastWrite = 0;
+
+  constructor(
+    readonly heartbeatMs: number,
+    private readonly onCancel: () => void,
+    private readonly direct: object | undefined,
+  ) {}
+
+  readonly send = (event: RunEvent): void => this.write(formatEvent(event));
+  readonly sendData = (data: JsonValue): void => this.write(frame(undefined, data));
+
+  close(): void {
+    if (!this.open) return;
+    this.finish();
+    this.end();
+  }
+
+  response(): Response {
+    if (this.direct) {
+      (this.direct as DirectEnv)[DIRECT_SSE] = this;
+      return new NativeResponse(null, { status: 200, headers: SSE_HEADERS });
     }
-  };
-  const beat = (delay: number) => {
-    beatTimer = setTimeout(() => {
-      if (!open) return;
-      const idle = Date.now() - lastWrite;
-      if (idle >= heartbeatMs && pending === "") {
-        pending = KEEP_ALIVE;
-        flush();
-        beat(heartbeatMs);
-      } else beat(Math.max(1, heartbeatMs - idle));
-    }, delay);
-  };
-  const finish = () => {
-    open = false;
-    clearTimeout(flushTimer);
-    clearTimeout(beatTimer);
-  };
-  const end = () => {
-    if (ended || sink === undefined) return;
-    ended = true;
-    const text = pending;
-    pending = "";
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.attach({
+          write: (text) => controller.enqueue(encoder.encode(text)),
+          end: (text) => {
+            if (text !== "") controller.enqueue(encoder.encode(text));
+            controller.close();
+          },
+        });
+      },
+      cancel: () => this.cancel(),
+    });
+    return new Response(body, { status: 200, headers: SSE_HEADERS });
+  }
+
+  /** The runtime's (or the ReadableStream's) sink: what is pending goes first. */
+  attach(sink: SseSink): { cancel(): void; readonly heartbeatMs: number } {
+    this.sink = sink;
+    this.lastWrite = Date.now();
+    // A stream closed before it was attached ends with what it still had to say.
+    if (!this.open) this.end();
+    else {
+      if (this.pending !== "") this.flush();
+      if (!sink.paced) this.beat(this.heartbeatMs);
+    }
+    return this;
+  }
+
+  cancel(): void {
+    if (!this.open) return;
+    this.finish();
+    this.onCancel();
+  }
+
+  private write(text: string): void {
+    if (!this.open) return;
+    this.pending += text;
+    if (this.sink?.paced) this.flush();
+    else if (!this.started) {
+      this.started = true;
+      this.flush();
+    } else this.flushTimer ??= setTimeout(() => this.flush(), 0);
+  }
+
+  private flush(): void {
+    this.flushTimer = undefined;
+    if (!this.open || this.pending === "" || this.sink === undefined) return;
+    const text = this.pending;
+    this.pending = "";
+    this.lastWrite = Date.now();
     try {
-      sink.end(text);
+      this.sink.write(text);
+    } catch {
+      this.open = false;
+    }
+  }
+
+  private beat(delay: number): void {
+    this.beatTimer = setTimeout(() => {
+      if (!this.open) return;
+      const idle = Date.now() - this.lastWrite;
+      if (idle >= this.heartbeatMs && this.pending === "") {
+        this.pending = KEEP_ALIVE;
+        this.flush();
+        this.beat(this.heartbeatMs);
+      } else this.beat(Math.max(1, this.heartbeatMs - idle));
+    }, delay);
+  }
+
+  private finish(): void {
+    this.open = false;
+    clearTimeout(this.flushTimer);
+    clearTimeout(this.beatTimer);
+  }
+
+  private end(): void {
+    if (this.ended || this.sink === undefined) return;
+    this.ended = true;
+    const text = this.pending;
+    this.pending = "";
+    try {
+      this.sink.end(text);
     } catch {
       // already closed by the reader
     }
-  };
-  const cancel = () => {
-    if (!open) return;
-    finish();
-    onCancel();
-  };
-  /** The runtime's (or the ReadableStream's) sink: what is pending goes first. */
-  const attach = (to: SseSink) => {
-    sink = to;
-    // A stream closed before it was attached ends with what it still had to say.
-    if (!open) end();
-    else {
-      if (pending !== "") flush();
-      if (!to.paced) beat(heartbeatMs);
-    }
-    return { cancel, heartbeatMs };
-  };
-
-  const write = (text: string) => {
-    if (!open) return;
-    pending += text;
-    if (sink?.paced) flush();
-    else if (!started) {
-      started = true;
-      flush();
-    } else flushTimer ??= setTimeout(flush, 0);
-  };
-
-  return {
-    send: (event) => write(formatEvent(event)),
-    sendData: (data) => write(frame(undefined, data)),
-    close() {
-      if (!open) return;
-      finish();
-      end();
-    },
-    response() {
-      if (options.direct) {
-        (options.direct as DirectEnv)[DIRECT_SSE] = { attach } satisfies DirectSse;
-        return new NativeResponse(null, { status: 200, headers: SSE_HEADERS });
-      }
-      const body = new ReadableStream<Uint8Array>({
-        start(controller) {
-          attach({
-            write: (text) => controller.enqueue(encoder.encode(text)),
-            end: (text) => {
-              if (text !== "") controller.enqueue(encoder.encode(text));
-              controller.close();
-            },
-          });
-        },
-        cancel,
-      });
-      return new Response(body, { status: 200, headers: SSE_HEADERS });
-    },
-  };
+  }
 }
 
 export const SSE_HEADERS: Readonly<Record<string, string>> = {

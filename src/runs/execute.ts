@@ -19,6 +19,7 @@ import { errorDetail } from "../observability/redact.js";
 import { noPolicyClient } from "../policy/types.js";
 import type { LeaseHandle, Message, RunRecord, RunStatus, ToolCall } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
+import type { ActiveRun } from "./registry.js";
 import { endRunTrace, resumeDone, type RunTrace, startRunTrace } from "./trace.js";
 
 /** Why a run was stopped from outside its loop. */
@@ -158,15 +159,21 @@ export async function executeRun(ctx: RunsContext, input: RunInput): Promise<Run
     if (!run.controller.signal.aborted) run.controller.abort(new RunStopped(kind));
   };
   const stopTimer = watch(ctx, input.lease, run.started, stop);
-  const done = drive(ctx, input, run, firstMessage).then((ending) => {
-    stopTimer();
-    return close(ctx, input.lease, run, ending);
-  });
-
-  const registered = { interrupt: () => stop("interrupted"), done: done.then(() => undefined) };
+  // One chain from the run to its end (each handler a waiting run holds costs memory): the
+  // registry lets go of the run once everything is written.
+  const registered: ActiveRun = {
+    interrupt: () => stop("interrupted"),
+    done: drive(ctx, input, run, firstMessage).then(async (ending) => {
+      stopTimer();
+      try {
+        return await close(ctx, input.lease, run, ending);
+      } finally {
+        ctx.registry.delete(registered);
+      }
+    }),
+  };
   ctx.registry.add(registered);
-  void done.finally(() => ctx.registry.delete(registered));
-  return { runId, cancel: () => stop("cancelled"), done };
+  return { runId, cancel: () => stop("cancelled"), done: registered.done as Promise<RunStatus> };
 }
 
 /** The run itself: its stream from message.start to message.end (or its error event). */

@@ -3,7 +3,7 @@
 export interface ActiveRun {
   /** Stops the run; it ends as `interrupted` (its stream just ends). */
   interrupt(): void;
-  readonly done: Promise<void>;
+  readonly done: Promise<unknown>;
 }
 
 export interface RunRegistry {

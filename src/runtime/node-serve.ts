@@ -30,6 +30,10 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
     const headers: Record<string, string> = {};
     response.headers.forEach((value, name) => (headers[name] = value));
     out.writeHead(response.status, headers);
+    // node:http builds the header block by joining about thirty strings and keeps the result for
+    // as long as the response is open: read once, V8 lays it out in one piece, and the pieces
+    // (1.7 KB a waiting conversation) are freed.
+    (out as unknown as { _header?: string })._header?.charCodeAt(0);
     const sink = new PacedSink(out);
     const stream = source.attach(sink);
     sink.beatEvery(stream.heartbeatMs);

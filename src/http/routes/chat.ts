@@ -30,7 +30,9 @@ export function chatRoutes({ settings, ids, runs, requireAuth }: { settings: Set
       logger: c.get("logger"),
       span: c.get("span"),
     });
-    c.set("streamDone", run.done.finally(() => sse.close()));
+    // One handler for both outcomes (finally would make two).
+    const closeStream = () => sse.close();
+    c.set("streamDone", run.done.then(closeStream, closeStream));
     return sse.response();
   });
 }
