@@ -54,7 +54,10 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
  * headers and first event out on the next turn of the loop, as before.
  *
  * Heartbeats come from one timer for all the streams of the process (HEARTBEAT_TICK_MS), not a
- * timer per stream: ten thousand waiting conversations hold no timer each for it.
+ * timer per stream: ten thousand waiting conversations hold no timer each for it. The streams
+ * are kept in the order they last wrote (a write moves its stream to the end), so each tick
+ * looks only at the ones due, and a tick is short: heartbeats go out a few at a time rather than
+ * in one burst that would hold up other requests.
  */
 class PacedSink implements SseSink {
   readonly paced = true;
@@ -62,6 +65,8 @@ class PacedSink implements SseSink {
   private scheduled = false;
   private lastWrite = Date.now();
   private heartbeatMs = 0;
+  /** The streams of its heartbeat period, least recently written first (while it beats). */
+  private line: Set<PacedSink> | undefined;
   constructor(private readonly out: ServerResponse) {
     this.soon(); // the headers go out next turn even when nothing is said yet
   }
@@ -81,21 +86,35 @@ class PacedSink implements SseSink {
   beatEvery(ms: number): void {
     if (this.out.writableEnded) return;
     this.heartbeatMs = ms;
-    beating.add(this);
+    let line = lines.get(ms);
+    if (!line) lines.set(ms, (line = new Set()));
+    this.line = line;
+    line.add(this);
     beatTimer ??= setInterval(beatIdle, HEARTBEAT_TICK_MS).unref();
   }
 
   stop(): void {
-    beating.delete(this);
-    if (beating.size === 0 && beatTimer !== undefined) {
+    const line = this.line;
+    if (!line) return;
+    this.line = undefined;
+    line.delete(this);
+    if (line.size > 0) return;
+    lines.delete(this.heartbeatMs);
+    if (lines.size === 0 && beatTimer !== undefined) {
       clearInterval(beatTimer);
       beatTimer = undefined;
     }
   }
 
-  /** A heartbeat when nothing was written for heartbeatMs. */
-  beatIfIdle(now: number): void {
-    if (now - this.lastWrite >= this.heartbeatMs && this.buffered === "") this.write(KEEP_ALIVE);
+  /** Writes a heartbeat when nothing was written for heartbeatMs; false when not due yet. */
+  beatIfIdle(now: number): boolean {
+    if (now - this.lastWrite < this.heartbeatMs) return false;
+    if (this.buffered === "") this.write(KEEP_ALIVE);
+    // Looked at: to the end of the line until its next write.
+    this.lastWrite = now;
+    this.line?.delete(this);
+    this.line?.add(this);
+    return true;
   }
 
   private soon(): void {
@@ -109,6 +128,8 @@ class PacedSink implements SseSink {
     const out = this.out;
     if (out.writableEnded) return;
     this.lastWrite = Date.now();
+    this.line?.delete(this);
+    this.line?.add(this);
     if (this.buffered !== "") {
       const text = this.buffered;
       this.buffered = "";
@@ -118,13 +139,19 @@ class PacedSink implements SseSink {
 }
 
 /** How often the idle streams are looked at: a heartbeat is at most this late. */
-const HEARTBEAT_TICK_MS = 250;
-const beating = new Set<PacedSink>();
+const HEARTBEAT_TICK_MS = 50;
+/** The streams by heartbeat period, each line least recently written first. */
+const lines = new Map<number, Set<PacedSink>>();
 let beatTimer: ReturnType<typeof setInterval> | undefined;
 
 function beatIdle(): void {
   const now = Date.now();
-  for (const sink of beating) sink.beatIfIdle(now);
+  // In a line the first stream not due ends the look; each due one moves to the end of the
+  // line, and a full turn through the line ends it too.
+  for (const line of lines.values()) {
+    let seen = line.size;
+    for (const sink of line) if (seen-- === 0 || !sink.beatIfIdle(now)) break;
+  }
 }
 
 /** Serves `fetch` on hostname:port; resolves once listening. */

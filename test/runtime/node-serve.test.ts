@@ -65,6 +65,30 @@ describe("serveNode", () => {
     await expect.poll(async () => (await store.listRuns("t1"))[0]?.status, { timeout: 5_000 }).toBe("cancelled");
   });
 
+  it("keeps each stream's heartbeat period when streams of different periods wait in one process", async () => {
+    const fast = await served({ SSE_HEARTBEAT_S: "1" });
+    const slow = await served({ SSE_HEARTBEAT_S: "3" });
+    const aborter = new AbortController();
+    // The slow stream opens first, so it heads the process's streams while the fast one waits.
+    const slowRes = await chat(slow.base, "/sleep 30000\nwait", { signal: aborter.signal });
+    const fastRes = await chat(fast.base, "/sleep 30000\nwait", { signal: aborter.signal });
+    const count = async (res: Response, ms: number) => {
+      const reader = res.body!.getReader();
+      let text = "";
+      const until = Date.now() + ms;
+      while (Date.now() < until) {
+        const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), until - Date.now()))]);
+        if (next === null || next.done) break;
+        text += new TextDecoder().decode(next.value);
+      }
+      return text.split(": keep-alive").length - 1;
+    };
+    const [fastBeats, slowBeats] = await Promise.all([count(fastRes, 3_500), count(slowRes, 2_500)]);
+    aborter.abort();
+    expect(fastBeats).toBeGreaterThanOrEqual(3);
+    expect(slowBeats).toBe(0);
+  });
+
   it("answers refusals and probes as before", async () => {
     const { base } = await served();
     const bad = await fetch(`${base}/chat`, { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: "{}" });
