@@ -54,7 +54,9 @@ class BoundLogger implements Logger {
   constructor(
     private readonly sink: Sink,
     private readonly name: string,
+    /** This logger's own fields; its parent's are read through `parent` (no merged copy is kept). */
     private readonly bound: LogFields,
+    private readonly parent?: BoundLogger,
   ) {}
 
   debug(message: string, fields?: LogFields): void {
@@ -70,11 +72,14 @@ class BoundLogger implements Logger {
     this.emit("ERROR", message, fields);
   }
   child(fields: LogFields, name?: string): Logger {
-    return new BoundLogger(this.sink, name ?? this.name, { ...this.bound, ...fields });
+    return new BoundLogger(this.sink, name ?? this.name, fields, this);
   }
   get requestId(): string | undefined {
-    const id = this.bound.request_id;
-    return typeof id === "string" ? id : undefined;
+    for (let l: BoundLogger | undefined = this; l; l = l.parent) {
+      const id = l.bound.request_id;
+      if (id !== undefined) return typeof id === "string" ? id : undefined;
+    }
+    return undefined;
   }
 
   private emit(level: LogLevel, message: string, fields?: LogFields): void {
@@ -87,10 +92,16 @@ class BoundLogger implements Logger {
       message,
       request_id: null,
     };
-    for (const src of [this.bound, fields]) {
-      if (!src) continue;
-      for (const k in src) if (src[k] !== undefined) record[k] = src[k];
+    // The root's fields first, a child's over its parent's, the line's own last.
+    const chain: LogFields[] = [];
+    for (let l: BoundLogger | undefined = this; l; l = l.parent) chain.push(l.bound);
+    if (fields) chain.unshift(fields);
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const src = chain[i]!;
+      // An undefined field clears what a parent said, as a merged copy would.
+      for (const k in src) record[k] = src[k];
     }
+    for (const k in record) if (record[k] === undefined) delete record[k];
     sink.write(sink.format === "json" ? JSON.stringify(record) : textLine(record));
   }
 }

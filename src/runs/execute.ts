@@ -16,7 +16,8 @@ import { AppError, hasCode, isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import type { TraceSpan } from "../observability/tracing.js";
 import { errorDetail } from "../observability/redact.js";
-import { noPolicyClient } from "../policy/types.js";
+import type { RunScope, ToolCallScope } from "../policy/client.js";
+import { type ApiClient, noPolicyClient } from "../policy/types.js";
 import type { LeaseHandle, Message, RunRecord, RunStatus, ToolCall } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
 import type { ActiveRun } from "./registry.js";
@@ -213,10 +214,8 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
       persist,
       toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(framing.userWords) },
       trace,
-      apiFor: ctx.agent.policyClient
-        ? ctx.agent.policyClient.forRun({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined,
-            originWords: caller.principal.actor ? input.origin : request, span: trace?.run })
-        : () => noPolicyClient,
+      apiFor: policyCalls(ctx, () => ({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined,
+        originWords: caller.principal.actor ? input.origin : request, span: trace?.run })),
       isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
       ...structuredFor(ctx, model.structuredOutput),
       ...(resume
@@ -417,9 +416,21 @@ function lastUserWords(history: readonly Message[]): string | undefined {
   return undefined;
 }
 
+/** Whether the user's words mention a value; the lower-cased words are made at the first question, if any. */
 function mentionCheck(words: string | undefined): (value: string) => boolean {
-  const haystack = (words ?? "").toLowerCase();
-  return (value) => value.trim() !== "" && haystack.includes(value.trim().toLowerCase());
+  let haystack: string | undefined;
+  return (value) => value.trim() !== "" && (haystack ??= (words ?? "").toLowerCase()).includes(value.trim().toLowerCase());
+}
+
+/**
+ * The run's policy client, made at its first tool call: a run waiting on its model (most of a
+ * conversation's life) holds no call counts, no set of calls in flight and no abort listener.
+ */
+function policyCalls(ctx: RunsContext, scope: () => RunScope): (call: ToolCallScope) => ApiClient {
+  const client = ctx.agent.policyClient;
+  if (!client) return () => noPolicyClient;
+  let forCall: ((call: ToolCallScope) => ApiClient) | undefined;
+  return (call) => (forCall ??= client.forRun(scope()))(call);
 }
 
 function errorEvent(code: SseErrorCode, message: string, errorId: string, runId: string): RunEvent {
