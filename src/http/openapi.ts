@@ -189,7 +189,7 @@ export function openApiDocument(settings: Settings): Record<string, unknown> {
           },
         },
       },
-      "/health": { get: { summary: "Liveness.", security: [], responses: { "200": { description: "`{status: 'ok', runtime, checkpointer}`: `checkpointer` is CHECKPOINTER, or `graph-server` under that runtime, which adds `run_store` (`sql` or `memory`: where run records, approvals and tasks live)" } } } },
+      "/health": { get: { summary: "Liveness.", security: [], responses: { "200": { description: "`{status: 'ok', runtime, checkpointer}`: `checkpointer` is CHECKPOINTER, `durable-object` on workerd's Durable Objects, or `graph-server` under that runtime, which adds `run_store` (`sql` or `memory`: where run records, approvals and tasks live)" } } } },
       "/ready": { get: { summary: "Readiness: the store answers within 2 s.", security: [], responses: { "200": { description: "`{status: 'ready'}`" }, "503": { description: "`{status: 'not_ready'}`" } } } },
       "/metrics": { get: { summary: "Prometheus metrics (bearer METRICS_TOKEN when set).", security: [], responses: { "200": { description: "Text exposition 0.0.4." }, "401": { description: "METRICS_TOKEN set and not presented." }, "404": { description: "METRICS_ENABLED is false." } } } },
       ...a2aPaths(settings),

@@ -56,7 +56,10 @@ export function createWorker(options: WorkerOptions = {}): ModuleWorker {
       app = createApp({
         ...options,
         env: vars,
-        ...(storage.store && storage.lease ? { store: storage.store, lease: storage.lease } : {}),
+        // /health says where state lives: the Durable Objects, PostgreSQL (sql) or isolate memory.
+        ...(storage.store && storage.lease
+          ? { storage: async (settings) => ({ store: storage.store!, lease: storage.lease!, persistence: { checkpointer: storage.checkpointer ?? settings.CHECKPOINTER } }) }
+          : {}),
         intervalJobs: false,
         cardFollowsRequest: true,
         traceExport: workerTraceExport,

@@ -31,12 +31,11 @@ afterAll(async () => {
 });
 
 describe("module worker in workerd", () => {
-  it("GET /health answers 200 with status ok", async () => {
+  it("GET /health answers 200 with status ok, naming the Durable Objects as where state lives", async () => {
     const res = await mf.dispatchFetch("http://localhost/health");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-    const body = (await res.json()) as { status: string };
-    expect(body.status).toBe("ok");
+    expect(await res.json()).toEqual({ status: "ok", runtime: "standalone", checkpointer: "durable-object" });
   });
 
   it("POST /chat streams echo: hello as SSE", async () => {

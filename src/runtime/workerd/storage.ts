@@ -20,6 +20,8 @@ export interface WorkerStorage {
   readonly vars: Readonly<Record<string, string>>;
   readonly store?: Store;
   readonly lease?: ThreadLease;
+  /** What /health names as the checkpointer: `durable-object` on the Durable Objects. */
+  readonly checkpointer?: string;
   /** Runs one request or cron event in the storage's scope (PostgreSQL: its own connections). */
   scoped<T>(work: () => T): T;
 }
@@ -54,5 +56,5 @@ export function workerStorage(env: Readonly<Record<string, unknown>>, given: Rea
     return { vars, scoped: unscoped };
   }
   const objects = durableObjects(bindings);
-  return { vars, store: createDurableStore(objects, systemClock), lease: createDurableLease(objects), scoped: unscoped };
+  return { vars, store: createDurableStore(objects, systemClock), lease: createDurableLease(objects), checkpointer: "durable-object", scoped: unscoped };
 }
