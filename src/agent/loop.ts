@@ -105,6 +105,14 @@ function endModelSpan(span: TraceSpan, full: boolean, model: string, turn: Model
   span.end();
 }
 
+/** The tools as the model is told of them: made once per tool set (the agent's is shared by its runs). */
+const specsByTools = new WeakMap<ToolRunOptions["tools"], readonly ToolSpec[]>();
+function specsOf(tools: ToolRunOptions["tools"]): readonly ToolSpec[] {
+  let specs = specsByTools.get(tools);
+  if (!specs) specsByTools.set(tools, (specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }))));
+  return specs;
+}
+
 /** What one model turn said: its words and the tool calls it made. */
 export interface ModelTurn {
   readonly text: string;
@@ -122,7 +130,7 @@ export class Loop {
   /** Times the model was asked again after invalid JSON arguments, within the current step. */
   retries = 0;
   private readonly usage: Usage = { input_tokens: 0, output_tokens: 0 };
-  private readonly specs: ToolSpec[];
+  private readonly specs: readonly ToolSpec[];
   private readonly responseSchema: { name: string; schema: ResponseSchema } | undefined;
   /** Failed structured tries: sent back to the model, never kept in the thread. */
   private scratch: Message[] = [];
@@ -130,9 +138,12 @@ export class Loop {
 
   constructor(private readonly options: LoopOptions) {
     const { tools, structured } = options;
-    this.specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
+    this.specs = specsOf(tools);
     if (structured?.strategy === "tool")
-      this.specs.push({ name: FINAL_ANSWER_TOOL, description: "Give the final answer, as arguments that fit its schema. Call it exactly once, when done.", parameters: structured.schema });
+      this.specs = [
+        ...this.specs,
+        { name: FINAL_ANSWER_TOOL, description: "Give the final answer, as arguments that fit its schema. Call it exactly once, when done.", parameters: structured.schema },
+      ];
     this.responseSchema = structured?.strategy === "provider" ? { name: "answer", schema: structured.schema } : undefined;
   }
 

@@ -84,7 +84,7 @@ export interface RunOpening {
 
 type OpeningInput = Pick<RunInput, "caller" | "threadId" | "message" | "resume" | "metadata" | "freshThread">;
 
-export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningInput): Omit<RunOpening, "recorded"> {
+export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningInput, recorded = false): RunOpening {
   const runId = ctx.ids.runId();
   const at = isoTime(ctx.clock.now());
   // On a thread made for this run the user message needs no history: it is written with the record.
@@ -107,7 +107,7 @@ export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningI
     resumed_from: input.resume?.pausedRunId ?? null,
     resumed_by: null,
   };
-  return { runId, record, firstMessage };
+  return { runId, record, firstMessage, recorded };
 }
 
 export interface RunHandle {
@@ -126,55 +126,91 @@ interface Ending {
   readonly errorMessage?: string;
 }
 
-/** A run in progress: what its steps share. */
-interface LiveRun {
-  readonly runId: string;
+/**
+ * A run in progress: what its steps share, its stop, its timer (wall clock and lease renewal)
+ * and its end. One object is the run's handle, its entry in the registry and what its steps
+ * read: ten thousand waiting runs each hold one, rather than a dozen closures and the objects
+ * they close over.
+ */
+class LiveRun implements RunHandle, ActiveRun {
   readonly logger: Logger;
-  readonly controller: AbortController;
+  readonly controller = new AbortController();
   /** performance.now() when the run started. */
-  readonly started: number;
-  readonly usage: Usage;
+  readonly started = performance.now();
+  readonly usage: Usage = { input_tokens: 0, output_tokens: 0 };
   /** The final record and the lease's release were written with the last answer. */
-  finished: boolean;
+  finished = false;
   /** Its spans, while tracing is on. */
   readonly trace: RunTrace | undefined;
+  readonly done: Promise<RunStatus>;
+  private readonly deadline: number;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly ctx: RunsContext,
+    private readonly input: RunInput,
+    readonly runId: string,
+    firstMessage: Message | undefined,
+  ) {
+    this.logger = input.logger.child({ run_id: runId, thread_id: input.threadId });
+    this.trace = startRunTrace(ctx.tracing, runId, input);
+    this.deadline = this.started + ctx.limits.runTimeoutS * 1000;
+    this.timer = setTimeout(watchRun, Math.min(ctx.leases.timings.renewMs, this.deadline - this.started), this);
+    // One chain from the run to its end (each handler a waiting run holds costs memory): the
+    // registry lets go of the run once everything is written.
+    this.done = drive(ctx, input, this, firstMessage).then((ending) => this.end(ending));
+    ctx.registry.add(this);
+  }
+
+  stop(kind: StopKind): void {
+    if (!this.controller.signal.aborted) this.controller.abort(new RunStopped(kind));
+  }
+
+  cancel(): void {
+    this.stop("cancelled");
+  }
+
+  interrupt(): void {
+    this.stop("interrupted");
+  }
+
+  /**
+   * The run's one timer serves both the wall clock and the lease renewal. A renewal that fails or
+   * finds the lease gone stops the run before it writes again (spec 8).
+   */
+  watch(): void {
+    const now = performance.now();
+    if (now >= this.deadline) return this.stop("timeout");
+    const { renewMs } = this.ctx.leases.timings;
+    if (now - this.started >= renewMs)
+      this.ctx.leases.renew(this.input.lease).then(
+        (held) => held || this.stop("lease_lost"),
+        () => this.stop("lease_lost"),
+      );
+    this.timer = setTimeout(watchRun, Math.min(renewMs, this.deadline - now), this);
+  }
+
+  private async end(ending: Ending): Promise<RunStatus> {
+    clearTimeout(this.timer);
+    try {
+      return await close(this.ctx, this.input.lease, this, ending);
+    } finally {
+      this.ctx.registry.delete(this);
+    }
+  }
+}
+
+/** The run's timer (its argument, not a closure: nothing more per run). */
+function watchRun(run: LiveRun): void {
+  run.watch();
 }
 
 export async function executeRun(ctx: RunsContext, input: RunInput): Promise<RunHandle> {
-  const opening = input.opening ?? { ...openRun(ctx, input), recorded: false };
-  const { runId, firstMessage } = opening;
+  const opening = input.opening ?? openRun(ctx, input);
   if (!opening.recorded)
-    await ctx.store.createRun(opening.record, firstMessage ? { messages: [firstMessage], at: opening.record.created_at, fence: input.lease } : undefined);
+    await ctx.store.createRun(opening.record, opening.firstMessage ? { messages: [opening.firstMessage], at: opening.record.created_at, fence: input.lease } : undefined);
   ctx.metrics.activeRuns.inc();
-
-  const run: LiveRun = {
-    runId,
-    logger: input.logger.child({ run_id: runId, thread_id: input.threadId }),
-    controller: new AbortController(),
-    started: performance.now(),
-    usage: { input_tokens: 0, output_tokens: 0 },
-    finished: false,
-    trace: startRunTrace(ctx.tracing, runId, input),
-  };
-  const stop = (kind: StopKind) => {
-    if (!run.controller.signal.aborted) run.controller.abort(new RunStopped(kind));
-  };
-  const stopTimer = watch(ctx, input.lease, run.started, stop);
-  // One chain from the run to its end (each handler a waiting run holds costs memory): the
-  // registry lets go of the run once everything is written.
-  const registered: ActiveRun = {
-    interrupt: () => stop("interrupted"),
-    done: drive(ctx, input, run, firstMessage).then(async (ending) => {
-      stopTimer();
-      try {
-        return await close(ctx, input.lease, run, ending);
-      } finally {
-        ctx.registry.delete(registered);
-      }
-    }),
-  };
-  ctx.registry.add(registered);
-  return { runId, cancel: () => stop("cancelled"), done: registered.done as Promise<RunStatus> };
+  return new LiveRun(ctx, input, opening.runId, opening.firstMessage);
 }
 
 /** The run itself: its stream from message.start to message.end (or its error event). */
@@ -289,28 +325,6 @@ async function close(ctx: RunsContext, lease: LeaseHandle, run: LiveRun, ending:
   logger.info("run ended", { status, latency_ms: latencyMs });
   endRunTrace(run.trace, ending, usage);
   return status;
-}
-
-/**
- * One timer per run serves both the wall clock and the lease renewal. A renewal that fails or
- * finds the lease gone stops the run before it writes again (spec 8).
- */
-function watch(ctx: RunsContext, lease: LeaseHandle, started: number, stop: (kind: StopKind) => void): () => void {
-  const deadline = started + ctx.limits.runTimeoutS * 1000;
-  const { renewMs } = ctx.leases.timings;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const tick = () => {
-    const now = performance.now();
-    if (now >= deadline) return stop("timeout");
-    if (now - started >= renewMs)
-      ctx.leases.renew(lease).then(
-        (held) => held || stop("lease_lost"),
-        () => stop("lease_lost"),
-      );
-    timer = setTimeout(tick, Math.min(renewMs, deadline - now));
-  };
-  timer = setTimeout(tick, Math.min(renewMs, deadline - started));
-  return () => clearTimeout(timer);
 }
 
 /** The messages the model starts from, and the calls a resumed run carries out first. */

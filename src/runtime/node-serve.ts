@@ -27,9 +27,7 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
     if (source === undefined) return response;
     // An HTTP/1 server (createServer below): its response is a ServerResponse.
     const out = env.outgoing as ServerResponse;
-    const headers: Record<string, string> = {};
-    response.headers.forEach((value, name) => (headers[name] = value));
-    out.writeHead(response.status, headers);
+    out.writeHead(response.status, plainHeaders(response.headers));
     // node:http builds the header block by joining about thirty strings and keeps the result for
     // as long as the response is open: read once, V8 lays it out in one piece, and the pieces
     // (1.7 KB a waiting conversation) are freed.
@@ -37,13 +35,20 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
     const sink = new PacedSink(out);
     const stream = source.attach(sink);
     sink.beatEvery(stream.heartbeatMs);
-    // Also after a normal end, where cancel does nothing: only a client that went away stops the run.
-    out.once("close", () => {
+    // Also after a normal end, where cancel does nothing: only a client that went away stops the
+    // run. "close" comes once: `on`, not `once`, whose wrapper a waiting conversation would keep.
+    out.on("close", () => {
       sink.stop();
       stream.cancel();
     });
     return RESPONSE_ALREADY_SENT;
   };
+}
+
+function plainHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => (out[name] = value));
+  return out;
 }
 
 /**

@@ -118,7 +118,7 @@ describe("serveNode", () => {
         written.push(text);
         ended = true;
       },
-      once: () => {},
+      on: () => {},
     };
     const request = new Request("http://x/chat", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: JSON.stringify({ message: "hello" }) });
     const response = await directStreamsFetch(app.fetch)(request, { outgoing } as never);

@@ -11,6 +11,9 @@ import { chatRequestSchema } from "../schemas.js";
 import { createSseStream, directStreamsEnv } from "../sse.js";
 import { parseOrThrow } from "../validation.js";
 
+/** Shared by every chat without metadata (nothing changes a record's metadata). */
+const NO_METADATA: RunRecord["metadata"] = Object.freeze({});
+
 export function chatRoutes({ settings, ids, runs, requireAuth }: { settings: Settings; ids: Ids; runs: Runs; requireAuth: RequireAuth }) {
   const schema = chatRequestSchema(settings);
   const heartbeatMs = settings.SSE_HEARTBEAT_S * 1000;
@@ -25,7 +28,7 @@ export function chatRoutes({ settings, ids, runs, requireAuth }: { settings: Set
       caller,
       threadId: body.thread_id ?? ids.threadId(),
       message: body.message,
-      metadata: (body.metadata ?? {}) as RunRecord["metadata"],
+      metadata: (body.metadata ?? NO_METADATA) as RunRecord["metadata"],
       emit: sse.send,
       logger: c.get("logger"),
       span: c.get("span"),
