@@ -10,7 +10,7 @@ import { ATTR } from "../observability/trace-attributes.js";
 import type { TraceSpan } from "../observability/tracing.js";
 import type { Message, ToolCall } from "../store/ports.js";
 import type { RunEvent, Usage } from "./events.js";
-import { MAX_ARGUMENT_RETRIES, type Model, type ToolSpec } from "./model.js";
+import { MAX_ARGUMENT_RETRIES, type Model, type ModelEvent, type ModelRequest, type ToolSpec } from "./model.js";
 import { type AnswerChecker, FINAL_ANSWER_TOOL, MAX_STRUCTURED_TRIES, type ResponseSchema, STRUCTURED_RETRY_PREFIX } from "./structured.js";
 import { type ParsedCall, parseArguments, runToolCalls, type ToolRunOptions } from "./tool-calls.js";
 
@@ -156,37 +156,43 @@ export class Loop {
 
   /**
    * One model call: `chat <model>` under the run's span while tracing is on. One async function
-   * either way, so a run without tracing pays no extra promise per turn.
+   * either way, so a run without tracing pays no extra promise per turn; it keeps few locals,
+   * since a run waiting on its model holds its frame.
    */
   async modelTurn(): Promise<ModelTurn> {
-    const { model, system, signal, messages, emit, structured, trace } = this.options;
-    const { scratch, responseSchema, usage } = this;
-    let text = "";
-    const calls: { id: string; name: string; arguments: string }[] = [];
-    const request = { system, messages: scratch.length > 0 ? [...messages, ...scratch] : messages, tools: this.specs, signal, ...(responseSchema ? { responseSchema } : {}) };
+    const { model, trace } = this.options;
+    const request = this.request();
     // The prompt is content: the facade keeps it only under TRACE_CAPTURE=full.
-    const span = trace?.tracing.modelSpan(model.name, trace.run, model.provider, system, request.messages);
-    const inputBefore = usage.input_tokens;
-    const outputBefore = usage.output_tokens;
+    const span = trace?.tracing.modelSpan(model.name, trace.run, model.provider, request.system, request.messages);
+    const before = span ? { ...this.usage } : undefined;
+    const turn = { text: "", calls: [] as { id: string; name: string; arguments: string }[] };
     try {
-      for await (const event of model.stream(request)) {
-        if (event.type === "text") {
-          text += event.text;
-          // With a response schema only the checked answer is streamed.
-          if (!structured) emit({ type: "message.delta", text: event.text });
-        } else if (event.type === "tool_call") calls.push(event);
-        else {
-          usage.input_tokens += event.input_tokens;
-          usage.output_tokens += event.output_tokens;
-        }
-      }
-      signal.throwIfAborted();
+      for await (const event of model.stream(request)) this.take(turn, event);
+      this.options.signal.throwIfAborted();
     } catch (error) {
-      span?.fail(signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error", error instanceof Error ? error.message : undefined).end();
+      span?.fail(this.options.signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error", error instanceof Error ? error.message : undefined).end();
       throw error;
     }
-    if (span) endModelSpan(span, trace!.tracing.capture === "full", model.name, { text, calls }, usage.input_tokens - inputBefore, usage.output_tokens - outputBefore);
-    return { text, calls };
+    if (span) endModelSpan(span, trace!.tracing.capture === "full", model.name, turn, this.usage.input_tokens - before!.input_tokens, this.usage.output_tokens - before!.output_tokens);
+    return turn;
+  }
+
+  private request(): ModelRequest {
+    const { system, messages, signal } = this.options;
+    const { scratch, responseSchema } = this;
+    return { system, messages: scratch.length > 0 ? [...messages, ...scratch] : messages, tools: this.specs, signal, ...(responseSchema ? { responseSchema } : {}) };
+  }
+
+  private take(turn: { text: string; calls: { id: string; name: string; arguments: string }[] }, event: ModelEvent): void {
+    if (event.type === "text") {
+      turn.text += event.text;
+      // With a response schema only the checked answer is streamed.
+      if (!this.options.structured) this.options.emit({ type: "message.delta", text: event.text });
+    } else if (event.type === "tool_call") turn.calls.push(event);
+    else {
+      this.usage.input_tokens += event.input_tokens;
+      this.usage.output_tokens += event.output_tokens;
+    }
   }
 
   /**

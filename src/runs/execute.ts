@@ -5,7 +5,7 @@
  */
 import type { RunEvent, SseErrorCode, Usage } from "../agent/events.js";
 import { HISTORY_CUT_NOTE, windowHistory } from "../agent/history.js";
-import { closeOpenToolCalls, runLoop, type StructuredAnswers } from "../agent/loop.js";
+import { closeOpenToolCalls, type LoopOptions, type LoopResult, runLoop, type StructuredAnswers } from "../agent/loop.js";
 import { publicApproval, type PublicApproval } from "../approvals/view.js";
 import type { Caller } from "../auth/caller.js";
 import { publicPrincipal } from "../auth/principal.js";
@@ -84,6 +84,9 @@ export interface RunOpening {
 
 type OpeningInput = Pick<RunInput, "caller" | "threadId" | "message" | "resume" | "metadata" | "freshThread">;
 
+/** A new run's usage in its record (shared: a record is replaced, never changed in place). */
+const NO_USAGE: Usage = Object.freeze({ input_tokens: 0, output_tokens: 0 });
+
 export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningInput, recorded = false): RunOpening {
   const runId = ctx.ids.runId();
   const at = isoTime(ctx.clock.now());
@@ -99,7 +102,7 @@ export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningI
     principal_hash: input.caller.hash,
     actor: input.caller.principal.actor?.id ?? null,
     metadata: input.metadata,
-    usage: { input_tokens: 0, output_tokens: 0 },
+    usage: NO_USAGE,
     created_at: at,
     updated_at: at,
     ended_at: null,
@@ -213,92 +216,113 @@ export async function executeRun(ctx: RunsContext, input: RunInput): Promise<Run
   return new LiveRun(ctx, input, opening.runId, opening.firstMessage);
 }
 
-/** The run itself: its stream from message.start to message.end (or its error event). */
+/**
+ * The run itself: its stream from message.start to message.end (or its error event). Kept
+ * small: a run waiting on its model holds this function's frame, so what comes before the loop
+ * and after it are functions of their own.
+ */
 async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessage: Message | undefined): Promise<Ending> {
-  const { store, clock } = ctx;
-  const { caller, threadId, lease, emit } = input;
-  const { runId, logger, controller, started, usage, trace } = run;
-  emit({
+  input.emit(startEvent(input, run.runId));
+  try {
+    const options = await prepare(ctx, input, run, firstMessage);
+    return await settle(ctx, input, run, options.messages, await runLoop(options));
+  } catch (error) {
+    return failed(ctx, error, run.controller.signal, { emit: input.emit, logger: run.logger, runId: run.runId });
+  }
+}
+
+function startEvent(input: RunInput, runId: string): RunEvent {
+  return {
     type: "message.start",
-    thread_id: threadId,
+    thread_id: input.threadId,
     run_id: runId,
     ...(input.resume ? { approval_id: input.resume.approvalId, decision: input.resume.decision } : {}),
-  });
-  try {
-    const persist = async (batch: readonly Message[]) => {
-      // A stopped run writes nothing more (a lost lease may already belong to another run).
-      controller.signal.throwIfAborted();
-      await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
-    };
-    const { messages, cut, resume } = await conversation(ctx, input, firstMessage, persist);
-    // A resumed run acts on the words of the request that paused it.
-    const request = input.message ?? lastUserWords(messages) ?? "";
-    const framing = framingFor(caller, ctx.limits.delegation, request, input.origin);
-    const systemNote = [framing.systemNote, cut ? HISTORY_CUT_NOTE : undefined].filter(Boolean).join("\n\n");
-    const model = ctx.agent.model();
-    const result = await runLoop({
-      model,
-      system: systemNote ? `${ctx.agent.system}\n\n${systemNote}` : ctx.agent.system,
-      tools: ctx.agent.tools,
-      recursionLimit: ctx.limits.recursionLimit,
-      dev: ctx.limits.dev,
-      signal: controller.signal,
-      ids: ctx.ids,
-      logger,
-      messages,
-      emit,
-      persist,
-      toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(framing.userWords) },
-      trace,
-      apiFor: policyCalls(ctx, () => ({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined,
-        originWords: caller.principal.actor ? input.origin : request, span: trace?.run })),
-      isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
-      ...structuredFor(ctx, model.structuredOutput),
-      ...(resume
-        ? {
-            resume: {
-              ...resume,
-              // The waiting calls are carried out and their results written: only now is the
-              // paused run resumed for good. A run cut before this leaves it due, and the next
-              // holder of the thread (or the recovery sweep) resumes it again.
-              done: async () => {
-                await store.markResumed(input.resume!.pausedRunId, runId);
-                resumeDone(trace);
-              },
+  };
+}
+
+/** The conversation the model starts from, and what the loop is given. */
+async function prepare(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessage: Message | undefined): Promise<LoopOptions> {
+  const { store, clock } = ctx;
+  const { caller, threadId, lease, emit } = input;
+  const { runId, logger, controller, trace } = run;
+  const persist = async (batch: readonly Message[]) => {
+    // A stopped run writes nothing more (a lost lease may already belong to another run).
+    controller.signal.throwIfAborted();
+    await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
+  };
+  const { messages, cut, resume } = await conversation(ctx, input, firstMessage, persist);
+  // A resumed run acts on the words of the request that paused it.
+  const request = input.message ?? lastUserWords(messages) ?? "";
+  const framing = framingFor(caller, ctx.limits.delegation, request, input.origin);
+  const systemNote = [framing.systemNote, cut ? HISTORY_CUT_NOTE : undefined].filter(Boolean).join("\n\n");
+  const model = ctx.agent.model();
+  return {
+    model,
+    system: systemNote ? `${ctx.agent.system}\n\n${systemNote}` : ctx.agent.system,
+    tools: ctx.agent.tools,
+    recursionLimit: ctx.limits.recursionLimit,
+    dev: ctx.limits.dev,
+    signal: controller.signal,
+    ids: ctx.ids,
+    logger,
+    messages,
+    emit,
+    persist,
+    toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(framing.userWords) },
+    trace,
+    apiFor: policyCalls(ctx, () => ({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined,
+      originWords: caller.principal.actor ? input.origin : request, span: trace?.run })),
+    isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
+    ...structuredFor(ctx, model.structuredOutput),
+    ...(resume
+      ? {
+          resume: {
+            ...resume,
+            // The waiting calls are carried out and their results written: only now is the
+            // paused run resumed for good. A run cut before this leaves it due, and the next
+            // holder of the thread (or the recovery sweep) resumes it again.
+            done: async () => {
+              await store.markResumed(input.resume!.pausedRunId, runId);
+              resumeDone(trace);
             },
-          }
-        : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+/** After the loop: the last answer with the run's end, then message.end. */
+async function settle(ctx: RunsContext, input: RunInput, run: LiveRun, messages: readonly Message[], result: LoopResult): Promise<Ending> {
+  const { store, clock } = ctx;
+  const { threadId, lease, emit } = input;
+  const { runId, controller, started, usage } = run;
+  Object.assign(usage, result.usage);
+  // The last answer, the final record and the lease's release are one write; the stream's
+  // message.end follows it, so a reader who sees it finds the answer stored.
+  if (result.final && result.final.length > 0) {
+    if (controller.signal.aborted) throw controller.signal.reason;
+    const at = isoTime(clock.now());
+    const latency = Math.round(performance.now() - started);
+    const end = { status: result.status, error_type: null, error_id: null, usage, updated_at: at, ended_at: at, latency_ms: latency };
+    await store.finishRun(runId, end, { messages: result.final, at }, lease, ctx.leases.port).catch((error: unknown) => {
+      // Spec 7.2: the step limit was hit and its closing reply could not be written.
+      if (result.status === "step_limit" && !hasCode(error, "lease_lost")) throw new ClosingReplyLost({ cause: error });
+      throw error;
     });
-    Object.assign(usage, result.usage);
-    // The last answer, the final record and the lease's release are one write; the stream's
-    // message.end follows it, so a reader who sees it finds the answer stored.
-    if (result.final && result.final.length > 0) {
-      if (controller.signal.aborted) throw controller.signal.reason;
-      const at = isoTime(clock.now());
-      const latency = Math.round(performance.now() - started);
-      const end = { status: result.status, error_type: null, error_id: null, usage, updated_at: at, ended_at: at, latency_ms: latency };
-      await store.finishRun(runId, end, { messages: result.final, at }, lease, ctx.leases.port).catch((error: unknown) => {
-        // Spec 7.2: the step limit was hit and its closing reply could not be written.
-        if (result.status === "step_limit" && !hasCode(error, "lease_lost")) throw new ClosingReplyLost({ cause: error });
-        throw error;
-      });
-      run.finished = true;
-    }
-    const waiting = result.status === "awaiting_approval" ? await pendingApprovals(ctx, runId, messages) : [];
-    emit({
-      type: "message.end",
-      thread_id: threadId,
-      run_id: runId,
-      usage: { ...usage },
-      latency_ms: Math.round(performance.now() - started),
-      status: result.status,
-      ...(waiting.length > 0 ? { approval: waiting[0], approvals: waiting } : {}),
-      ...(result.structured !== undefined ? { structured_response: result.structured } : {}),
-    });
-    return { status: result.status, errorType: null, errorId: null };
-  } catch (error) {
-    return failed(ctx, error, controller.signal, { emit, logger, runId });
+    run.finished = true;
   }
+  const waiting = result.status === "awaiting_approval" ? await pendingApprovals(ctx, runId, messages) : [];
+  emit({
+    type: "message.end",
+    thread_id: threadId,
+    run_id: runId,
+    usage: { ...usage },
+    latency_ms: Math.round(performance.now() - started),
+    status: result.status,
+    ...(waiting.length > 0 ? { approval: waiting[0], approvals: waiting } : {}),
+    ...(result.structured !== undefined ? { structured_response: result.structured } : {}),
+  });
+  return { status: result.status, errorType: null, errorId: null };
 }
 
 /** After the run: metrics, the final record and the lease (unless written with the answer), the log line. */

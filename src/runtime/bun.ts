@@ -5,7 +5,7 @@
  * answer: `timeouts_ms.connect` is not enforced here, the read timeout bounds the whole call.
  */
 import { type Listen, runEntry } from "./process-entry.js";
-import { nodeTraceExport } from "./tracing.js";
+import { lazyNodeTraceExport } from "./tracing-lazy.js";
 
 /** The little of Bun's API this entry uses (no bun-types: src/ typechecks with `"types": []`). */
 declare const Bun: {
@@ -34,4 +34,4 @@ const listen: Listen = ({ fetch, hostname, port }) => {
 };
 
 // Trace export as on Node (tracing.ts): the SDK's OTLP/HTTP exporter runs on the runtime's node:http.
-await runEntry({ listen, app: { traceExport: nodeTraceExport } });
+await runEntry({ listen, app: { traceExport: lazyNodeTraceExport } });

@@ -6,7 +6,7 @@
  * bounds the whole call.
  */
 import { type Listen, runEntry } from "./process-entry.js";
-import { nodeTraceExport } from "./tracing.js";
+import { lazyNodeTraceExport } from "./tracing-lazy.js";
 
 /** The little of Deno's API this entry uses (no Deno types: src/ typechecks with `"types": []`). */
 declare const Deno: {
@@ -25,4 +25,4 @@ const listen: Listen = ({ fetch, hostname, port }) => {
 };
 
 // Trace export as on Node (tracing.ts): the SDK's OTLP/HTTP exporter runs on the runtime's node:http.
-await runEntry({ listen, app: { traceExport: nodeTraceExport } });
+await runEntry({ listen, app: { traceExport: lazyNodeTraceExport } });

@@ -10,7 +10,7 @@ import { serveNode } from "./node-serve.js";
 import { loadGraphServerEntry } from "./graph-server-load.js";
 import { nodeOutboundFetch } from "./outbound.js";
 import { type Listen, runEntry } from "./process-entry.js";
-import { nodeTraceExport } from "./tracing.js";
+import { lazyNodeTraceExport } from "./tracing-lazy.js";
 import { selectedRuntime } from "../settings/parse.js";
 
 const listen: Listen = async (options) => {
@@ -22,7 +22,7 @@ await runEntry({
   listen,
   app: {
     fetch: nodeOutboundFetch(),
-    traceExport: nodeTraceExport,
+    traceExport: lazyNodeTraceExport,
   },
   // RUNTIME=graph-server (or detected): the LangGraph.js Agent Server serves, loaded only then.
   select: async (env) => (selectedRuntime(env) === "graph-server" ? loadGraphServerEntry() : undefined),

@@ -8,6 +8,7 @@ import { createServer as createHttpServer } from "node:http";
 import { connect as connectSocket, createServer, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { answerText, parseSse, readRest, readUntil } from "../helpers.js";
+import { startOtlpReceiver } from "../support/otlp-receiver.js";
 import { HOST, killSpawnedAfterEach, spawnEntry, startEntry } from "../support/service-process.js";
 
 const KEY = "k";
@@ -190,6 +191,29 @@ describe("timeouts_ms.connect on the Node entry", () => {
     } finally {
       for (const s of sockets) s.destroy();
       holder.kill("SIGKILL");
+    }
+  });
+});
+
+describe("trace export on the Node entry", () => {
+  // The entry loads the OpenTelemetry SDK only when TRACING_ENABLED is on (tracing-lazy.ts): this
+  // is the path that load takes, through the built entry as `npm start` runs it.
+  it("with TRACING_ENABLED sends a chat's spans to the OTLP receiver; without it, sends nothing", async () => {
+    const rx = await startOtlpReceiver();
+    try {
+      const on = await startService({ ...FAKE, TRACING_ENABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_BSP_SCHEDULE_DELAY: "20" });
+      expect((await postChat(on.base, "hello")).status).toBe(200);
+      const spans = await rx.waitFor((s) => s.some((x) => x.name.startsWith("invoke_agent")) && s.some((x) => x.name === "chat fake"));
+      expect(spans.find((s) => s.name.startsWith("invoke_agent"))?.resource["service.name"]).toBeDefined();
+      expect(rx.requests[0]?.contentType).toBe("application/x-protobuf");
+
+      const before = rx.requests.length;
+      const off = await startService({ ...FAKE, OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_BSP_SCHEDULE_DELAY: "20" });
+      await (await postChat(off.base, "hello")).text();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(rx.requests.length).toBe(before);
+    } finally {
+      await rx.close();
     }
   });
 });

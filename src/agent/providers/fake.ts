@@ -77,48 +77,55 @@ export function pieces(text: string, size = 16): string[] {
 }
 
 export function createFakeModel(name = "fake"): Model {
-  let callSeq = 0;
+  const seq = { calls: 0 };
   return {
     provider: "fake",
     name,
     structuredOutput: true,
+    // Few locals here: a run whose model sleeps holds this generator's frame while it waits.
     async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-      const { messages, signal } = request;
-      const start = lastUserIndex(messages);
-      const script = parseScript(start >= 0 ? messages[start]!.content : "");
-      if (script.sleepMs > 0) await sleep(script.sleepMs, signal);
-      if (signal.aborted) throw signal.reason;
+      const start = lastUserIndex(request.messages);
+      const script = parseScript(start >= 0 ? request.messages[start]!.content : "");
+      if (script.sleepMs > 0) await sleep(script.sleepMs, request.signal);
+      request.signal.throwIfAborted();
       if (script.error) throw new ModelError("fake model: /error directive");
-
-      const after = messages.slice(start + 1).filter((m) => !isRetryNote(m));
-      const tries = messages.slice(start + 1).filter(isRetryNote).length;
-      const turn = completedTurns(after);
-      const input = Math.ceil(charsSent(request) / 4);
-      let produced = 0;
-
-      const calls = script.loop ? [script.loop] : script.turns[turn];
-      const candidate = script.json[Math.min(tries, script.json.length - 1)];
-      const finalTool = request.tools.some((t) => t.name === FINAL_ANSWER_TOOL);
-      if ((!calls || calls.length === 0) && candidate !== undefined && finalTool) {
-        // Structured answers, tool strategy: the answer is the final_answer tool's arguments.
-        produced += codePointLength(candidate);
-        yield { type: "tool_call", id: `call_${++callSeq}`, name: FINAL_ANSWER_TOOL, arguments: candidate };
-      } else if (calls && calls.length > 0) {
-        for (const call of calls) {
-          produced += codePointLength(call.name) + codePointLength(call.args);
-          yield { type: "tool_call", id: `call_${++callSeq}`, name: call.name, arguments: call.args };
-        }
-      } else {
-        const answer =
-          request.responseSchema && candidate !== undefined
-            ? candidate
-            : (script.answer ?? (script.turns.length > 0 ? `done: ${lastResults(after).join("; ")}` : `echo: ${script.text}`));
-        produced += codePointLength(answer);
-        for (const piece of pieces(answer)) yield { type: "text", text: piece };
-      }
-      yield { type: "usage", input_tokens: input, output_tokens: Math.ceil(produced / 4) };
+      for (const event of turnEvents(request, script, start, seq)) yield event;
     },
   };
+}
+
+/** What the script says for this turn: tool calls, or the answer's pieces, then the usage. */
+function turnEvents(request: ModelRequest, script: Script, start: number, seq: { calls: number }): ModelEvent[] {
+  const { messages } = request;
+  const events: ModelEvent[] = [];
+  const after = messages.slice(start + 1).filter((m) => !isRetryNote(m));
+  const tries = messages.slice(start + 1).filter(isRetryNote).length;
+  const turn = completedTurns(after);
+  const input = Math.ceil(charsSent(request) / 4);
+  let produced = 0;
+
+  const calls = script.loop ? [script.loop] : script.turns[turn];
+  const candidate = script.json[Math.min(tries, script.json.length - 1)];
+  const finalTool = request.tools.some((t) => t.name === FINAL_ANSWER_TOOL);
+  if ((!calls || calls.length === 0) && candidate !== undefined && finalTool) {
+    // Structured answers, tool strategy: the answer is the final_answer tool's arguments.
+    produced += codePointLength(candidate);
+    events.push({ type: "tool_call", id: `call_${++seq.calls}`, name: FINAL_ANSWER_TOOL, arguments: candidate });
+  } else if (calls && calls.length > 0) {
+    for (const call of calls) {
+      produced += codePointLength(call.name) + codePointLength(call.args);
+      events.push({ type: "tool_call", id: `call_${++seq.calls}`, name: call.name, arguments: call.args });
+    }
+  } else {
+    const answer =
+      request.responseSchema && candidate !== undefined
+        ? candidate
+        : (script.answer ?? (script.turns.length > 0 ? `done: ${lastResults(after).join("; ")}` : `echo: ${script.text}`));
+    produced += codePointLength(answer);
+    for (const piece of pieces(answer)) events.push({ type: "text", text: piece });
+  }
+  events.push({ type: "usage", input_tokens: input, output_tokens: Math.ceil(produced / 4) });
+  return events;
 }
 
 /** The run's user message: the last one that is not the loop's note about a failed structured try. */
