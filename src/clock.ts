@@ -25,14 +25,38 @@ export function isoTime(ms: number): string {
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
+    new Sleep(ms, signal, resolve, reject);
   });
+}
+
+/**
+ * One sleep: its own abort listener (handleEvent) and its timer's argument, so a waiting run's
+ * sleep keeps no closures of its own.
+ */
+class Sleep {
+  private readonly timer: ReturnType<typeof setTimeout>;
+  constructor(
+    ms: number,
+    private readonly signal: AbortSignal,
+    private readonly resolve: () => void,
+    private readonly reject: (reason: unknown) => void,
+  ) {
+    this.timer = setTimeout(wake, ms, this);
+    signal.addEventListener("abort", this, { once: true });
+  }
+
+  /** The signal aborted. */
+  handleEvent(): void {
+    clearTimeout(this.timer);
+    this.reject(this.signal.reason);
+  }
+
+  wake(): void {
+    this.signal.removeEventListener("abort", this);
+    this.resolve();
+  }
+}
+
+function wake(sleep: Sleep): void {
+  sleep.wake();
 }

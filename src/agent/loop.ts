@@ -27,6 +27,7 @@ export class StructuredAnswerError extends AppError {
 export const STEP_LIMIT_REPLY =
   "I stopped here because this request needed more steps than one run allows. Say 'continue' and I will pick up where I left off.";
 
+/** Its functions are called as methods of the options (a run passes a class whose methods they are). */
 export interface LoopOptions extends ToolRunOptions {
   readonly model: Model;
   readonly system: string;
@@ -35,9 +36,9 @@ export interface LoopOptions extends ToolRunOptions {
   readonly messages: Message[];
   readonly emit: (event: RunEvent) => void;
   /** Appends messages to the thread (a checkpoint after every step). */
-  readonly persist: (messages: readonly Message[]) => Promise<void>;
+  persist(messages: readonly Message[]): Promise<void>;
   /** True when the tool call registered an approval to wait for. */
-  readonly isPaused: (toolCallId: string) => boolean;
+  isPaused(toolCallId: string): boolean;
   /** Set when answers must fit a response schema. */
   readonly structured?: StructuredAnswers;
   /**
@@ -262,7 +263,7 @@ export class Loop {
 
   /** Runs one turn's calls in parallel; results of calls that wait for approval are not written. */
   async toolStep(parsed: readonly ParsedCall[], reason: string): Promise<{ paused: boolean }> {
-    const { signal, ids, emit, isPaused } = this.options;
+    const { signal, ids, emit } = this.options;
     const results = await runToolCalls(this.options, parsed, reason);
     signal.throwIfAborted();
     const toolMessages: Message[] = [];
@@ -270,7 +271,7 @@ export class Loop {
     parsed.forEach((c, i) => {
       const r = results[i]!;
       // A call waiting for approval pauses the run, whatever the tool made of the pause.
-      if (r.paused || isPaused(c.id)) {
+      if (r.paused || this.options.isPaused(c.id)) {
         paused = true;
         return;
       }

@@ -24,7 +24,7 @@ export interface ToolRunOptions {
   readonly logger: Logger;
   readonly toolContext: Omit<ToolContext, "signal" | "api" | "toolCallId">;
   /** The outbound client for calls made by one tool call. */
-  readonly apiFor: (call: ToolCallScope) => ToolContext["api"];
+  apiFor(call: ToolCallScope): ToolContext["api"];
   /** The run's span and the facade (tracing on): each model call and tool call is a span under it. */
   readonly trace?: RunSpans | undefined;
 }

@@ -99,8 +99,8 @@ export function createSseStream(options: { heartbeatMs: number; onCancel: () => 
 
 /**
  * A class rather than a dozen closures: ten thousand waiting conversations each hold one of
- * these, and the methods are shared. `send` and `sendData` are fields because they are handed
- * out as callbacks (a run's `emit`).
+ * these, and the methods are shared. `send` is a field because it is handed out as a callback
+ * (a run's `emit`).
  */
 class Stream implements SseStream, DirectSse {
   private sink: SseSink | undefined;
@@ -119,7 +119,10 @@ class Stream implements SseStream, DirectSse {
   ) {}
 
   readonly send = (event: RunEvent): void => this.write(formatEvent(event));
-  readonly sendData = (data: JsonValue): void => this.write(frame(undefined, data));
+
+  sendData(data: JsonValue): void {
+    this.write(frame(undefined, data));
+  }
 
   close(): void {
     if (!this.open) return;

@@ -6,6 +6,7 @@
 import type { RunEvent, SseErrorCode, Usage } from "../agent/events.js";
 import { HISTORY_CUT_NOTE, windowHistory } from "../agent/history.js";
 import { closeOpenToolCalls, type LoopOptions, type LoopResult, runLoop, type StructuredAnswers } from "../agent/loop.js";
+import type { Model } from "../agent/model.js";
 import { publicApproval, type PublicApproval } from "../approvals/view.js";
 import type { Caller } from "../auth/caller.js";
 import { publicPrincipal } from "../auth/principal.js";
@@ -16,7 +17,7 @@ import { AppError, hasCode, isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import type { TraceSpan } from "../observability/tracing.js";
 import { errorDetail } from "../observability/redact.js";
-import type { RunScope, ToolCallScope } from "../policy/client.js";
+import type { ToolCallScope } from "../policy/client.js";
 import { type ApiClient, noPolicyClient } from "../policy/types.js";
 import type { LeaseHandle, Message, RunRecord, RunStatus, ToolCall } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
@@ -242,53 +243,113 @@ function startEvent(input: RunInput, runId: string): RunEvent {
 
 /** The conversation the model starts from, and what the loop is given. */
 async function prepare(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessage: Message | undefined): Promise<LoopOptions> {
-  const { store, clock } = ctx;
-  const { caller, threadId, lease, emit } = input;
-  const { runId, logger, controller, trace } = run;
-  const persist = async (batch: readonly Message[]) => {
-    // A stopped run writes nothing more (a lost lease may already belong to another run).
-    controller.signal.throwIfAborted();
-    await store.appendMessages(threadId, batch, isoTime(clock.now()), lease);
-  };
-  const { messages, cut, resume } = await conversation(ctx, input, firstMessage, persist);
+  const { messages, cut, resume } = await conversation(ctx, input, firstMessage, (batch) => persistFor(ctx, input, run, batch));
   // A resumed run acts on the words of the request that paused it.
   const request = input.message ?? lastUserWords(messages) ?? "";
-  const framing = framingFor(caller, ctx.limits.delegation, request, input.origin);
+  const framing = framingFor(input.caller, ctx.limits.delegation, request, input.origin);
   const systemNote = [framing.systemNote, cut ? HISTORY_CUT_NOTE : undefined].filter(Boolean).join("\n\n");
   const model = ctx.agent.model();
-  return {
-    model,
-    system: systemNote ? `${ctx.agent.system}\n\n${systemNote}` : ctx.agent.system,
-    tools: ctx.agent.tools,
-    recursionLimit: ctx.limits.recursionLimit,
-    dev: ctx.limits.dev,
-    signal: controller.signal,
-    ids: ctx.ids,
-    logger,
-    messages,
-    emit,
-    persist,
-    toolContext: { principal: publicPrincipal(caller.principal), threadId, runId, userMentioned: mentionCheck(framing.userWords) },
-    trace,
-    apiFor: policyCalls(ctx, () => ({ threadId, runId, principal: caller.principal, signal: controller.signal, logger, resumed: input.resume !== undefined,
-      originWords: caller.principal.actor ? input.origin : request, span: trace?.run })),
-    isPaused: (toolCallId) => ctx.pauses.isPaused(runId, toolCallId),
-    ...structuredFor(ctx, model.structuredOutput),
-    ...(resume
+  const system = systemNote ? `${ctx.agent.system}\n\n${systemNote}` : ctx.agent.system;
+  return new LoopInput(ctx, input, run, { model, system, messages, request, userWords: framing.userWords, resume });
+}
+
+/** Appends to the thread under the run's lease; a stopped run writes nothing more (a lost lease may already belong to another run). */
+async function persistFor(ctx: RunsContext, input: RunInput, run: LiveRun, batch: readonly Message[]): Promise<void> {
+  run.controller.signal.throwIfAborted();
+  await ctx.store.appendMessages(input.threadId, batch, isoTime(ctx.clock.now()), input.lease);
+}
+
+/**
+ * What the loop is given. A class rather than an object of closures: a run waiting on its model
+ * holds it, and what only tool calls need (the tool context, the policy client) is made at the
+ * first tool call.
+ */
+class LoopInput implements LoopOptions {
+  readonly model: Model;
+  readonly system: string;
+  readonly tools: LoopOptions["tools"];
+  readonly recursionLimit: number;
+  readonly dev: boolean;
+  readonly signal: AbortSignal;
+  readonly ids: LoopOptions["ids"];
+  readonly logger: Logger;
+  readonly messages: Message[];
+  readonly emit: LoopOptions["emit"];
+  readonly trace: RunTrace | undefined;
+  readonly structured: StructuredAnswers | undefined;
+  readonly resume: LoopOptions["resume"];
+  private readonly request: string;
+  private readonly userWords: string | undefined;
+  private context: LoopOptions["toolContext"] | undefined;
+  private calls: ((call: ToolCallScope) => ApiClient) | undefined;
+
+  constructor(
+    private readonly ctx: RunsContext,
+    private readonly input: RunInput,
+    private readonly run: LiveRun,
+    made: { model: Model; system: string; messages: Message[]; request: string; userWords: string | undefined; resume: { calls: ToolCall[]; reason: string } | undefined },
+  ) {
+    this.model = made.model;
+    this.system = made.system;
+    this.tools = ctx.agent.tools;
+    this.recursionLimit = ctx.limits.recursionLimit;
+    this.dev = ctx.limits.dev;
+    this.signal = run.controller.signal;
+    this.ids = ctx.ids;
+    this.logger = run.logger;
+    this.messages = made.messages;
+    this.emit = input.emit;
+    this.trace = run.trace;
+    this.structured = structuredFor(ctx, made.model.structuredOutput);
+    this.request = made.request;
+    this.userWords = made.userWords;
+    this.resume = made.resume
       ? {
-          resume: {
-            ...resume,
-            // The waiting calls are carried out and their results written: only now is the
-            // paused run resumed for good. A run cut before this leaves it due, and the next
-            // holder of the thread (or the recovery sweep) resumes it again.
-            done: async () => {
-              await store.markResumed(input.resume!.pausedRunId, runId);
-              resumeDone(trace);
-            },
+          ...made.resume,
+          // The waiting calls are carried out and their results written: only now is the
+          // paused run resumed for good. A run cut before this leaves it due, and the next
+          // holder of the thread (or the recovery sweep) resumes it again.
+          done: async () => {
+            await ctx.store.markResumed(input.resume!.pausedRunId, run.runId);
+            resumeDone(run.trace);
           },
         }
-      : {}),
-  };
+      : undefined;
+  }
+
+  persist(batch: readonly Message[]): Promise<void> {
+    return persistFor(this.ctx, this.input, this.run, batch);
+  }
+
+  isPaused(toolCallId: string): boolean {
+    return this.ctx.pauses.isPaused(this.run.runId, toolCallId);
+  }
+
+  get toolContext(): LoopOptions["toolContext"] {
+    const { caller, threadId } = this.input;
+    return (this.context ??= { principal: publicPrincipal(caller.principal), threadId, runId: this.run.runId, userMentioned: mentionCheck(this.userWords) });
+  }
+
+  /** The policy client of one tool call; the run's client is made at its first call. */
+  apiFor(call: ToolCallScope): ApiClient {
+    if (!this.calls) {
+      const client = this.ctx.agent.policyClient;
+      if (!client) return noPolicyClient;
+      const { caller, threadId, resume, origin } = this.input;
+      const { runId, logger, controller, trace } = this.run;
+      this.calls = client.forRun({
+        threadId,
+        runId,
+        principal: caller.principal,
+        signal: controller.signal,
+        logger,
+        resumed: resume !== undefined,
+        originWords: caller.principal.actor ? origin : this.request,
+        span: trace?.run,
+      });
+    }
+    return this.calls(call);
+  }
 }
 
 /** After the loop: the last answer with the run's end, then message.end. */
@@ -372,11 +433,11 @@ async function conversation(
   return { ...window([...history, ...repairs, user]), resume: undefined };
 }
 
-function structuredFor(ctx: RunsContext, modelCanStructure: boolean | undefined): { structured?: StructuredAnswers } {
+function structuredFor(ctx: RunsContext, modelCanStructure: boolean | undefined): StructuredAnswers | undefined {
   const rs = ctx.agent.responseSchema;
-  if (!rs) return {};
+  if (!rs) return undefined;
   const strategy = rs.strategy === "tool" || (rs.strategy === "auto" && !modelCanStructure) ? "tool" : "provider";
-  return { structured: { schema: rs.schema, checker: rs.checker, strategy } };
+  return { schema: rs.schema, checker: rs.checker, strategy };
 }
 
 /** How a run that threw ends: its status, the error event its stream gets, the log line. */
@@ -458,17 +519,6 @@ function lastUserWords(history: readonly Message[]): string | undefined {
 function mentionCheck(words: string | undefined): (value: string) => boolean {
   let haystack: string | undefined;
   return (value) => value.trim() !== "" && (haystack ??= (words ?? "").toLowerCase()).includes(value.trim().toLowerCase());
-}
-
-/**
- * The run's policy client, made at its first tool call: a run waiting on its model (most of a
- * conversation's life) holds no call counts, no set of calls in flight and no abort listener.
- */
-function policyCalls(ctx: RunsContext, scope: () => RunScope): (call: ToolCallScope) => ApiClient {
-  const client = ctx.agent.policyClient;
-  if (!client) return () => noPolicyClient;
-  let forCall: ((call: ToolCallScope) => ApiClient) | undefined;
-  return (call) => (forCall ??= client.forRun(scope()))(call);
 }
 
 function errorEvent(code: SseErrorCode, message: string, errorId: string, runId: string): RunEvent {

@@ -125,10 +125,10 @@ class PacedSink implements SseSink {
   private soon(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(this.push);
+    setImmediate(pushSink, this);
   }
 
-  private readonly push = () => {
+  push(): void {
     this.scheduled = false;
     const out = this.out;
     if (out.writableEnded) return;
@@ -140,7 +140,12 @@ class PacedSink implements SseSink {
       this.buffered = "";
       out.write(text);
     } else if (!out.headersSent) out.flushHeaders();
-  };
+  }
+}
+
+/** The sink's turn of the loop (its argument, not a closure per sink). */
+function pushSink(sink: PacedSink): void {
+  sink.push();
 }
 
 /** How often the idle streams are looked at: a heartbeat is at most this late. */
