@@ -76,6 +76,8 @@ export function pieces(text: string, size = 16): string[] {
   return out;
 }
 
+const NO_SCRIPT: Script = { turns: [], loop: null, answer: null, json: [], sleepMs: 0, error: false, text: "" };
+
 export function createFakeModel(name = "fake"): Model {
   const seq = { calls: 0 };
   return {
@@ -85,8 +87,15 @@ export function createFakeModel(name = "fake"): Model {
     // Few locals here: a run whose model sleeps holds this generator's frame while it waits.
     async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
       const start = lastUserIndex(request.messages);
-      const script = parseScript(start >= 0 ? request.messages[start]!.content : "");
-      if (script.sleepMs > 0) await sleep(script.sleepMs, request.signal);
+      const text = start >= 0 ? request.messages[start]!.content : "";
+      let script = parseScript(text);
+      if (script.sleepMs > 0) {
+        // The script is read again after the sleep rather than kept through it.
+        const ms = script.sleepMs;
+        script = NO_SCRIPT;
+        await sleep(ms, request.signal);
+        script = parseScript(text);
+      }
       request.signal.throwIfAborted();
       if (script.error) throw new ModelError("fake model: /error directive");
       for (const event of turnEvents(request, script, start, seq)) yield event;
@@ -169,8 +178,12 @@ function lastResults(after: readonly Message[]): string[] {
   return out;
 }
 
+/** The system prompt's length, kept for the last one seen: every run of an agent sends the same. */
+let lastSystem = { text: "", length: 0 };
+
 function charsSent(request: ModelRequest): number {
-  let n = codePointLength(request.system);
+  if (lastSystem.text !== request.system) lastSystem = { text: request.system, length: codePointLength(request.system) };
+  let n = lastSystem.length;
   for (const m of request.messages) {
     n += codePointLength(m.content);
     if (m.role === "assistant" && m.tool_calls) n += codePointLength(JSON.stringify(m.tool_calls));
