@@ -8,15 +8,18 @@ export function wellFormed(text: string): string {
 /** Length in Unicode code points (CONTRACT section 5), not UTF-16 units. */
 export function codePointLength(text: string): number {
   let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const d = text.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) i++;
-    }
-    n++;
-  }
+  for (let i = 0; i < text.length; i = nextCodePoint(text, i)) n++;
   return n;
+}
+
+/** The index just past the code point that starts at `i`: a surrogate pair is one code point. */
+export function nextCodePoint(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+    const d = text.charCodeAt(i + 1);
+    if (d >= 0xdc00 && d <= 0xdfff) return i + 2;
+  }
+  return i + 1;
 }
 
 /** The value at a path inside parsed JSON (undefined when any step is missing). */

@@ -88,7 +88,7 @@ type OpeningInput = Pick<RunInput, "caller" | "threadId" | "message" | "resume" 
 /** A new run's usage in its record (shared: a record is replaced, never changed in place). */
 const NO_USAGE: Usage = Object.freeze({ input_tokens: 0, output_tokens: 0 });
 
-export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningInput, recorded = false): RunOpening {
+export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningInput): RunOpening {
   const runId = ctx.ids.runId();
   const at = isoTime(ctx.clock.now());
   // On a thread made for this run the user message needs no history: it is written with the record.
@@ -111,7 +111,7 @@ export function openRun(ctx: Pick<RunsContext, "ids" | "clock">, input: OpeningI
     resumed_from: input.resume?.pausedRunId ?? null,
     resumed_by: null,
   };
-  return { runId, record, firstMessage, recorded };
+  return { runId, record, firstMessage, recorded: false };
 }
 
 export interface RunHandle {

@@ -44,7 +44,7 @@ export async function startTurn(ctx: RunsContext, resumer: Resumer, input: TurnI
   // run's record and the user message go with it.
   // Objects a waiting run keeps are written out whole, not spread: V8 gives a spread copy a
   // hidden class of its own (about 250 bytes a run).
-  const opening = openRun(ctx, { caller, threadId, message: input.message, metadata: input.metadata, freshThread: true }, true);
+  const opening = openRun(ctx, { caller, threadId, message: input.message, metadata: input.metadata, freshThread: true });
   const claimed = await store.claimThread(row, leases.claim("run"), { run: opening.record, messages: [opening.firstMessage!] });
   const handle = claimed.lease;
   if (!ownsThread(caller, claimed.row)) {
@@ -68,7 +68,8 @@ export async function startTurn(ctx: RunsContext, resumer: Resumer, input: TurnI
     logger: input.logger,
     freshThread: claimed.created,
     origin: input.origin,
-    opening: claimed.started ? opening : undefined,
+    // Written with the claim: the run does not write its record and first message again.
+    opening: claimed.started ? { runId: opening.runId, record: opening.record, firstMessage: opening.firstMessage, recorded: true } : undefined,
     span: input.span,
   };
   return handOver(leases, handle, () => executeRun(ctx, run));

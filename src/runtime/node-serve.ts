@@ -45,6 +45,7 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
   };
 }
 
+/** A function of its own: a callback made where the close listener is would keep the headers in its scope. */
 function plainHeaders(headers: Headers): Record<string, string> {
   const out: Record<string, string> = {};
   headers.forEach((value, name) => (out[name] = value));

@@ -4,7 +4,7 @@
  */
 import { ModelError } from "../../errors.js";
 import { sleep } from "../../clock.js";
-import { codePointLength } from "../../json.js";
+import { codePointLength, nextCodePoint } from "../../json.js";
 import type { Message } from "../../store/ports.js";
 import { FINAL_ANSWER_TOOL, STRUCTURED_RETRY_PREFIX } from "../structured.js";
 import { INVALID_ARGUMENTS_PREFIX, MAX_ARGUMENT_RETRIES, type Model, type ModelEvent, type ModelRequest } from "../model.js";
@@ -53,22 +53,16 @@ function splitOnce(s: string): [string, string] {
   return i < 0 ? [s, ""] : [s.slice(0, i), s.slice(i + 1)];
 }
 
-/** Splits text into pieces of at most 16 code points. */
 /** `text` in pieces of at most `size` code points (a surrogate pair is never split). */
 export function pieces(text: string, size = 16): string[] {
   const out: string[] = [];
   let start = 0;
   let count = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    // A high surrogate followed by a low one is one code point.
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) i++;
-    }
+  for (let i = 0; i < text.length; ) {
+    i = nextCodePoint(text, i);
     if (++count === size) {
-      out.push(text.slice(start, i + 1));
-      start = i + 1;
+      out.push(text.slice(start, i));
+      start = i;
       count = 0;
     }
   }
