@@ -114,6 +114,28 @@ function specsOf(tools: ToolRunOptions["tools"]): readonly ToolSpec[] {
   return specs;
 }
 
+/**
+ * One model request. The run's signal is read from the options when the model asks for it: a
+ * model that answers at once (the fake one) never does, and the run makes none.
+ */
+class TurnRequest implements ModelRequest {
+  readonly system: string;
+  readonly responseSchema?: ModelRequest["responseSchema"];
+  constructor(
+    private readonly options: LoopOptions,
+    readonly messages: readonly Message[],
+    readonly tools: readonly ToolSpec[],
+    responseSchema: ModelRequest["responseSchema"] | undefined,
+  ) {
+    this.system = options.system;
+    if (responseSchema) this.responseSchema = responseSchema;
+  }
+
+  get signal(): AbortSignal {
+    return this.options.signal;
+  }
+}
+
 /** What one model turn said: its words and the tool calls it made. */
 export interface ModelTurn {
   readonly text: string;
@@ -169,7 +191,7 @@ export class Loop {
     const turn = { text: "", calls: [] as { id: string; name: string; arguments: string }[] };
     try {
       for await (const event of model.stream(request)) this.take(turn, event);
-      this.options.signal.throwIfAborted();
+      this.options.throwIfStopped();
     } catch (error) {
       span?.fail(this.options.signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error", error instanceof Error ? error.message : undefined).end();
       throw error;
@@ -179,9 +201,9 @@ export class Loop {
   }
 
   private request(): ModelRequest {
-    const { system, messages, signal } = this.options;
-    const { scratch, responseSchema } = this;
-    return { system, messages: scratch.length > 0 ? [...messages, ...scratch] : messages, tools: this.specs, signal, ...(responseSchema ? { responseSchema } : {}) };
+    const { scratch } = this;
+    const messages = scratch.length > 0 ? [...this.options.messages, ...scratch] : this.options.messages;
+    return new TurnRequest(this.options, messages, this.specs, this.responseSchema);
   }
 
   private take(turn: { text: string; calls: { id: string; name: string; arguments: string }[] }, event: ModelEvent): void {
@@ -263,9 +285,9 @@ export class Loop {
 
   /** Runs one turn's calls in parallel; results of calls that wait for approval are not written. */
   async toolStep(parsed: readonly ParsedCall[], reason: string): Promise<{ paused: boolean }> {
-    const { signal, ids, emit } = this.options;
+    const { ids, emit } = this.options;
     const results = await runToolCalls(this.options, parsed, reason);
-    signal.throwIfAborted();
+    this.options.throwIfStopped();
     const toolMessages: Message[] = [];
     let paused = false;
     parsed.forEach((c, i) => {

@@ -19,7 +19,10 @@ import type { Tool, ToolContext } from "./tools/define.js";
 export interface ToolRunOptions {
   readonly tools: ReadonlyMap<string, Tool>;
   readonly dev: boolean;
+  /** Aborted when the run stops (a run may make it only when first asked). */
   readonly signal: AbortSignal;
+  /** Throws why the run stopped, if it has (the signal's reason), without asking for the signal. */
+  throwIfStopped(): void;
   readonly ids: Ids;
   readonly logger: Logger;
   readonly toolContext: Omit<ToolContext, "signal" | "api" | "toolCallId">;
@@ -129,7 +132,7 @@ async function runOne(options: ToolRunOptions, id: string, name: string, args: R
     const value = await tool.run(args, { ...options.toolContext, api, signal: options.signal, toolCallId: id });
     return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
   } catch (error) {
-    if (options.signal.aborted) throw options.signal.reason;
+    options.throwIfStopped();
     if (isAppError(error) && error.code === "paused") return { content: "", is_error: false, paused: true };
     const errorId = options.ids.errorId();
     const errorType = isAppError(error) ? error.name : error instanceof Error ? error.name : "Error";

@@ -138,7 +138,14 @@ interface Ending {
  */
 class LiveRun implements RunHandle, ActiveRun {
   readonly logger: Logger;
-  readonly controller = new AbortController();
+  /** Why the run stopped (cancelled, timed out, interrupted, lease lost); undefined while it goes on. */
+  stopped: RunStopped | undefined;
+  /**
+   * Made when something asks for the run's signal (a model's request, a tool, a sleep): a run
+   * that never hands one out (a refusal, an instant answer) makes none. Node's AbortSignal costs
+   * more to make than the rest of such a run's bookkeeping.
+   */
+  private controller: AbortController | undefined;
   /** performance.now() when the run started. */
   readonly started = performance.now();
   readonly usage: Usage = { input_tokens: 0, output_tokens: 0 };
@@ -166,8 +173,24 @@ class LiveRun implements RunHandle, ActiveRun {
     ctx.registry.add(this);
   }
 
+  /** Aborted once the run stops. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.stopped) this.controller.abort(this.stopped);
+    }
+    return this.controller.signal;
+  }
+
+  /** Throws why the run stopped, as `signal.throwIfAborted()` would, without making the signal. */
+  throwIfStopped(): void {
+    if (this.stopped) throw this.stopped;
+  }
+
   stop(kind: StopKind): void {
-    if (!this.controller.signal.aborted) this.controller.abort(new RunStopped(kind));
+    if (this.stopped) return;
+    this.stopped = new RunStopped(kind);
+    this.controller?.abort(this.stopped);
   }
 
   cancel(): void {
@@ -228,7 +251,7 @@ async function drive(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessa
     const options = await prepare(ctx, input, run, firstMessage);
     return await settle(ctx, input, run, options.messages, await runLoop(options));
   } catch (error) {
-    return failed(ctx, error, run.controller.signal, { emit: input.emit, logger: run.logger, runId: run.runId });
+    return failed(ctx, error, run.stopped, { emit: input.emit, logger: run.logger, runId: run.runId });
   }
 }
 
@@ -255,7 +278,7 @@ async function prepare(ctx: RunsContext, input: RunInput, run: LiveRun, firstMes
 
 /** Appends to the thread under the run's lease; a stopped run writes nothing more (a lost lease may already belong to another run). */
 async function persistFor(ctx: RunsContext, input: RunInput, run: LiveRun, batch: readonly Message[]): Promise<void> {
-  run.controller.signal.throwIfAborted();
+  run.throwIfStopped();
   await ctx.store.appendMessages(input.threadId, batch, isoTime(ctx.clock.now()), input.lease);
 }
 
@@ -270,7 +293,6 @@ class LoopInput implements LoopOptions {
   readonly tools: LoopOptions["tools"];
   readonly recursionLimit: number;
   readonly dev: boolean;
-  readonly signal: AbortSignal;
   readonly ids: LoopOptions["ids"];
   readonly logger: Logger;
   readonly messages: Message[];
@@ -294,7 +316,6 @@ class LoopInput implements LoopOptions {
     this.tools = ctx.agent.tools;
     this.recursionLimit = ctx.limits.recursionLimit;
     this.dev = ctx.limits.dev;
-    this.signal = run.controller.signal;
     this.ids = ctx.ids;
     this.logger = run.logger;
     this.messages = made.messages;
@@ -317,6 +338,15 @@ class LoopInput implements LoopOptions {
       : undefined;
   }
 
+  /** The run's signal, made on first use. */
+  get signal(): AbortSignal {
+    return this.run.signal;
+  }
+
+  throwIfStopped(): void {
+    this.run.throwIfStopped();
+  }
+
   persist(batch: readonly Message[]): Promise<void> {
     return persistFor(this.ctx, this.input, this.run, batch);
   }
@@ -336,12 +366,12 @@ class LoopInput implements LoopOptions {
       const client = this.ctx.agent.policyClient;
       if (!client) return noPolicyClient;
       const { caller, threadId, resume, origin } = this.input;
-      const { runId, logger, controller, trace } = this.run;
+      const { runId, logger, trace } = this.run;
       this.calls = client.forRun({
         threadId,
         runId,
         principal: caller.principal,
-        signal: controller.signal,
+        signal: this.run.signal,
         logger,
         resumed: resume !== undefined,
         originWords: caller.principal.actor ? origin : this.request,
@@ -356,12 +386,12 @@ class LoopInput implements LoopOptions {
 async function settle(ctx: RunsContext, input: RunInput, run: LiveRun, messages: readonly Message[], result: LoopResult): Promise<Ending> {
   const { store, clock } = ctx;
   const { threadId, lease, emit } = input;
-  const { runId, controller, started, usage } = run;
+  const { runId, started, usage } = run;
   Object.assign(usage, result.usage);
   // The last answer, the final record and the lease's release are one write; the stream's
   // message.end follows it, so a reader who sees it finds the answer stored.
   if (result.final && result.final.length > 0) {
-    if (controller.signal.aborted) throw controller.signal.reason;
+    run.throwIfStopped();
     const at = isoTime(clock.now());
     const latency = Math.round(performance.now() - started);
     const end = { status: result.status, error_type: null, error_id: null, usage, updated_at: at, ended_at: at, latency_ms: latency };
@@ -444,10 +474,9 @@ function structuredFor(ctx: RunsContext, modelCanStructure: boolean | undefined)
 function failed(
   ctx: RunsContext,
   error: unknown,
-  signal: AbortSignal,
+  stopped: RunStopped | undefined,
   { emit, logger, runId }: { emit: (event: RunEvent) => void; logger: Logger; runId: string },
 ): Ending {
-  const stopped = signal.aborted ? (signal.reason as RunStopped) : undefined;
   if (stopped?.kind === "cancelled" || stopped?.kind === "interrupted") return { status: stopped.kind, errorType: null, errorId: null };
   const errorId = ctx.ids.errorId();
   if (stopped?.kind === "lease_lost" || hasCode(error, "lease_lost")) {

@@ -102,6 +102,28 @@ describe("run lifecycle", () => {
     expect(answerText(again.events)).toBe("echo: back");
   });
 
+  it("a run stopped before anything asked for its signal hands out one already aborted (its model's wait ends at once)", async () => {
+    // The run's AbortSignal is made only when a model, tool or sleep asks for it. Here the client
+    // goes away while the run writes the user message (held back), before the model's turn: the
+    // sleeping model must find the signal aborted, not wait its 60 s.
+    await setup();
+    await chat(app, { message: "first", thread_id: "held" });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const append = store.appendMessages.bind(store);
+    store.appendMessages = async (...args) => {
+      await gate;
+      return append(...args);
+    };
+    const res = await app.fetch(post("/chat", { message: "/sleep 60000\nwait", thread_id: "held" }));
+    const { reader, events } = await readUntil(res, (ev) => ev.some((e) => e.event === "message.start"));
+    const runId = events[0]!.data.run_id as string;
+    await reader.cancel();
+    release();
+    await waitFor(async () => (await store.getRun(runId))?.status === "cancelled", 3000);
+    await waitFor(async () => (await metric("agent_active_runs")) === 0, 3000);
+  });
+
   it("sends keep-alive comments on idle streams", async () => {
     await setup({ SSE_HEARTBEAT_S: "1" });
     const { text } = await chat(app, { message: "/sleep 2300\nzzz" });

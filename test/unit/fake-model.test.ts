@@ -204,12 +204,18 @@ describe("fake model: /sleep and /error", () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
-  it("rejects at once when the signal is already aborted", async () => {
+  it("a sleeping turn rejects at once when the signal is already aborted; a turn that does not wait never reads the signal", async () => {
     const controller = new AbortController();
     const reason = new Error("already gone");
     controller.abort(reason);
     await expect(run([user("/sleep 30000")], { signal: controller.signal })).rejects.toBe(reason);
-    await expect(run([user("hello")], { signal: controller.signal })).rejects.toBe(reason);
+    // The loop checks the run's stop after each turn; a run's signal is made only when asked for.
+    let asked = 0;
+    const request = { system: "", messages: [user("hello")], tools: [], get signal() { asked++; return controller.signal; } };
+    const events: ModelEvent[] = [];
+    for await (const e of createFakeModel().stream(request)) events.push(e);
+    expect(events[0]).toEqual({ type: "text", text: "echo: hello" });
+    expect(asked).toBe(0);
   });
 
   it("/error throws a ModelError with code model_error and yields nothing", async () => {

@@ -70,31 +70,71 @@ export function pieces(text: string, size = 16): string[] {
   return out;
 }
 
-const NO_SCRIPT: Script = { turns: [], loop: null, answer: null, json: [], sleepMs: 0, error: false, text: "" };
-
 export function createFakeModel(name = "fake"): Model {
   const seq = { calls: 0 };
   return {
     provider: "fake",
     name,
     structuredOutput: true,
-    // Few locals here: a run whose model sleeps holds this generator's frame while it waits.
-    async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    stream(request: ModelRequest): AsyncIterable<ModelEvent> {
       const start = lastUserIndex(request.messages);
       const text = start >= 0 ? request.messages[start]!.content : "";
-      let script = parseScript(text);
-      if (script.sleepMs > 0) {
-        // The script is read again after the sleep rather than kept through it.
-        const ms = script.sleepMs;
-        script = NO_SCRIPT;
-        await sleep(ms, request.signal);
-        script = parseScript(text);
-      }
-      request.signal.throwIfAborted();
-      if (script.error) throw new ModelError("fake model: /error directive");
-      for (const event of turnEvents(request, script, start, seq)) yield event;
+      const script = parseScript(text);
+      if (script.sleepMs > 0) return afterSleep(request, text, start, script.sleepMs, seq);
+      // A turn that does not wait leaves the run's signal alone (the loop checks the run's stop
+      // after the turn): a run that answers at once makes none.
+      return turnOf(request, script, start, seq);
     },
   };
+}
+
+/**
+ * A turn that waits first. Few locals: a run whose model sleeps holds this generator's frame
+ * while it waits, and the script is read again after the sleep rather than kept through it.
+ */
+async function* afterSleep(request: ModelRequest, text: string, start: number, ms: number, seq: { calls: number }): AsyncIterable<ModelEvent> {
+  await sleep(ms, request.signal);
+  request.signal.throwIfAborted();
+  yield* turnOf(request, parseScript(text), start, seq);
+}
+
+function turnOf(request: ModelRequest, script: Script, start: number, seq: { calls: number }): AsyncIterable<ModelEvent> {
+  if (script.error) return new Replay([], new ModelError("fake model: /error directive"));
+  return new Replay(turnEvents(request, script, start, seq));
+}
+
+/**
+ * A turn known at once, handed out event by event as a model's stream is, without an async
+ * generator's suspensions and promises for each event: the fake model stands for a model that
+ * costs nothing, and the benchmarks measure the service around it.
+ */
+class Replay implements AsyncIterableIterator<ModelEvent> {
+  private at = 0;
+  constructor(
+    private readonly events: readonly ModelEvent[],
+    /** Thrown once the events are out. */
+    private error?: Error,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ModelEvent>> {
+    if (this.at < this.events.length) return Promise.resolve({ value: this.events[this.at++]!, done: false });
+    const error = this.error;
+    if (error) {
+      this.error = undefined;
+      return Promise.reject(error);
+    }
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  return(): Promise<IteratorResult<ModelEvent>> {
+    this.at = this.events.length;
+    this.error = undefined;
+    return Promise.resolve({ value: undefined, done: true });
+  }
 }
 
 /** What the script says for this turn: tool calls, or the answer's pieces, then the usage. */

@@ -86,6 +86,7 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
       recursionLimit: ctx.limits.recursionLimit,
       dev: ctx.limits.dev,
       signal,
+      throwIfStopped: () => signal.throwIfAborted(),
       ids: ctx.ids,
       logger,
       messages,
