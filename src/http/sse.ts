@@ -39,6 +39,11 @@ function frame(name: string | undefined, data: unknown): string {
 export function formatEvent(event: RunEvent): string {
   // The most frequent event, written without copying it first (the same text as the general case).
   if (event.type === "message.delta") return `event: message.delta\ndata: {"text":${JSON.stringify(event.text)}}\n\n`;
+  // The event as it is, less its leading `type` (every event is made with `type` first): no copy
+  // of the event, whose spread would also make a shape of its own for each kind and variant.
+  const json = JSON.stringify(event);
+  const head = `{"type":${JSON.stringify(event.type)},`;
+  if (json.startsWith(head)) return `event: ${event.type}\ndata: {${json.slice(head.length)}\n\n`;
   const { type, ...data } = event;
   return frame(type, data);
 }
@@ -133,7 +138,8 @@ class Stream implements SseStream, DirectSse {
   response(): Response {
     if (this.direct) {
       (this.direct as DirectEnv)[DIRECT_SSE] = this;
-      return new NativeResponse(null, { status: 200, headers: SSE_HEADERS });
+      // The runtime writes SSE_HEADERS before the ones the middleware sets on this response.
+      return new NativeResponse(null, DIRECT_INIT);
     }
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {
@@ -222,6 +228,9 @@ class Stream implements SseStream, DirectSse {
     }
   }
 }
+
+/** A direct stream's answer: headers of its own only (the request id, CORS); see Stream.response. */
+const DIRECT_INIT: ResponseInit = { status: 200 };
 
 export const SSE_HEADERS: Readonly<Record<string, string>> = {
   "Content-Type": "text/event-stream; charset=utf-8",

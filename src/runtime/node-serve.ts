@@ -14,7 +14,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 // before getRequestListener swaps the global Response for its own, whose responses it would write.
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { createServer } from "node:http";
-import { DIRECT_STREAMS, directSse, KEEP_ALIVE, type SseSink } from "../http/sse.js";
+import { DIRECT_STREAMS, directSse, KEEP_ALIVE, SSE_HEADERS, type SseSink } from "../http/sse.js";
 
 type Fetch = (request: Request, env?: unknown) => Promise<Response> | Response;
 
@@ -45,9 +45,17 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
   };
 }
 
-/** A function of its own: a callback made where the close listener is would keep the headers in its scope. */
+/** The event stream's own headers, as Headers#forEach names them. */
+const SSE_HEAD: readonly (readonly [string, string])[] = Object.entries(SSE_HEADERS).map(([name, value]) => [name.toLowerCase(), value]);
+
+/**
+ * The event stream's headers, then the ones the middleware set on the app's answer (a direct
+ * stream's Response carries only those: src/http/sse.ts). A function of its own: a callback made
+ * where the close listener is would keep the headers in its scope.
+ */
 function plainHeaders(headers: Headers): Record<string, string> {
   const out: Record<string, string> = {};
+  for (const [name, value] of SSE_HEAD) out[name] = value;
   headers.forEach((value, name) => (out[name] = value));
   return out;
 }

@@ -43,6 +43,7 @@ describe("serveNode", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     expect(res.headers.get("cache-control")).toBe("no-cache");
+    expect(res.headers.get("x-accel-buffering")).toBe("no");
     expect(res.headers.get("x-request-id")).toBe("req-1");
     const events = parseSse(await res.text());
     expect(events.map((e) => e.event)).toEqual(["message.start", "tool.call", "tool.result", ...events.slice(3, -1).map(() => "message.delta"), "message.end"]);
