@@ -51,6 +51,11 @@ export async function systemUp(p: Printer, file: string, environment: string): P
     p.error(`the service is not built (no ${entry}): run npm run build`);
     return 3;
   }
+  const budget = system.maxConnections[environment];
+  if (budget !== undefined && budget < system.agents.length) {
+    p.error(`database.max_connections.${safeLine(environment)}: ${budget} connection${budget === 1 ? "" : "s"} cannot serve ${system.agents.length} agents (at least one each)`);
+    return 3;
+  }
   const ports = new Map(system.agents.map((a) => [a.name, env.portBase + a.index]));
   const generated = process.env.API_KEY ? undefined : `dev-${randomBytes(16).toString("hex")}`;
   const apiKey = process.env.API_KEY ?? generated!;
@@ -144,6 +149,7 @@ function agentEnv(system: System, agent: SystemAgent, ports: ReadonlyMap<string,
     vars[peerUrlEnv(edge.agent)] = `http://${HOST}:${ports.get(edge.agent)}`;
     if (edge.auth === "bearer") vars[peerTokenEnv(edge.agent)] = apiKey;
   }
+  Object.assign(vars, poolWithin(system, agent, environment));
   if (agent.calls.some((e) => e.auth === "exchange")) {
     vars.TOKEN_EXCHANGE_CLIENT_ID = agent.clientId;
     const url = system.identity?.tokenUrl;
@@ -157,6 +163,38 @@ function agentEnv(system: System, agent: SystemAgent, ports: ReadonlyMap<string,
     if (own.trim() !== "*") vars.AUTH_ALLOWED_ACTORS = [...new Set([...own.split(",").map((s) => s.trim()).filter(Boolean), ...delegating])].join(",");
   }
   return vars;
+}
+
+/**
+ * The environment's database.max_connections shared out: each agent's pool (DB_POOL_MAX_SIZE) at
+ * most an equal share of it, its own setting when lower; DB_POOL_MIN_SIZE brought down to the
+ * share when it is above (the pool's minimum may not exceed its maximum). Nothing without a budget.
+ */
+function poolWithin(system: System, agent: SystemAgent, environment: string): Record<string, string> {
+  const budget = system.maxConnections[environment];
+  if (budget === undefined) return {};
+  const own = { ...projectEnvFile(agent.dir), ...definedOnly(process.env) };
+  const share = Math.floor(budget / system.agents.length);
+  // A value of the agent's own that does not parse is left for its startup to name, not replaced.
+  const ownMax = poolSize(own.DB_POOL_MAX_SIZE);
+  if (ownMax === null) return {};
+  const max = ownMax !== undefined && ownMax >= 1 && ownMax < share ? ownMax : share;
+  const vars: Record<string, string> = { DB_POOL_MAX_SIZE: String(max) };
+  const ownMin = poolSize(own.DB_POOL_MIN_SIZE);
+  if (ownMin !== undefined && ownMin !== null && ownMin > max) vars.DB_POOL_MIN_SIZE = String(max);
+  return vars;
+}
+
+/** A pool size as the settings read it: undefined when unset (or empty), null when not a whole number. */
+function poolSize(value: string | undefined): number | undefined | null {
+  if (value === undefined || value === "") return undefined;
+  return /^\s*\d+\s*$/.test(value) ? Number(value.trim()) : null;
+}
+
+function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
 }
 
 /** The agent's policy with its edges' APIs, or undefined when it calls nobody (its own policy stays as it is). */

@@ -241,6 +241,42 @@ export default [defineTool({ name: "noop", description: "does nothing", paramete
     expect(held.starts()).toEqual(["a"]);
   }, 60_000);
 
+  it("shares the environment's database.max_connections out as each agent's pool; too small a budget starts nothing (exit 3)", async () => {
+    const names = ["a", "b", "c"];
+    const base = await freePair(3);
+    const { dir, file } = workspace(names, `version: 1\nagents:\n${names.map((n) => `  ${n}: {project: ${n}}\n`).join("")}environments:\n  local: {port_base: ${base}}\ndatabase:\n  max_connections: {local: 10}\n`);
+    const log = join(dir, "pools.log");
+    writeFileSync(log, "");
+    const dist = pathToFileURL(resolve("dist/index.js")).href;
+    // b asks for less than its share; c's minimum is above it.
+    const own: Record<string, string> = { a: "", b: "DB_POOL_MAX_SIZE=2\n", c: "DB_POOL_MIN_SIZE=5\n" };
+    for (const name of names) {
+      writeFileSync(join(dir, name, ".env"), `TOOLS_MODULE=./tools.mjs\n${own[name]}`);
+      writeFileSync(
+        join(dir, name, "tools.mjs"),
+        `import { appendFileSync } from "node:fs";
+import { defineTool } from ${JSON.stringify(dist)};
+appendFileSync(${JSON.stringify(log)}, ${JSON.stringify(name)} + " max=" + process.env.DB_POOL_MAX_SIZE + " min=" + process.env.DB_POOL_MIN_SIZE + "\\n");
+export default [defineTool({ name: "noop", description: "does nothing", parameters: { type: "object", properties: {} }, calls: [], run: async () => "ok" })];
+`,
+      );
+    }
+    const run = up(file, dir);
+    try {
+      await waitFor(() => /Ctrl-C stops them all/.test(run.output()), 30_000);
+      // floor(10 / 3) = 3 each; b keeps its 2; c's minimum comes down to its maximum.
+      expect(readFileSync(log, "utf8").split("\n").filter(Boolean).sort()).toEqual(["a max=3 min=undefined", "b max=2 min=undefined", "c max=3 min=3"]);
+    } finally {
+      run.child.kill("SIGTERM");
+    }
+    expect(await run.exited, run.output()).toBe(0);
+
+    writeFileSync(file, readFileSync(file, "utf8").replace("{local: 10}", "{local: 2}"));
+    const small = up(file, dir);
+    expect(await small.exited, small.output()).toBe(3);
+    expect(small.output()).toContain("agentcli: database.max_connections.local: 2 connections cannot serve 3 agents (at least one each)");
+  }, 60_000);
+
   it("an environment without port_base, or an unknown one, is a configuration problem (exit 3)", async () => {
     const { file } = workspace(["a"], "version: 1\nagents:\n  a: {project: a}\nenvironments:\n  prod:\n");
     const cluster = await cli(["system", "up", file, "--env", "prod"]);
