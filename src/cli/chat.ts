@@ -20,12 +20,15 @@ export async function chatOnce(s: Session, message: string, thread: string | und
     // The thread waits for a decision: show what waits and how to decide it (asked on a terminal).
     // The message itself was refused, whatever is decided now: exit 1.
     if (body?.code === "approval_pending" && Array.isArray(body.approvals) && body.approvals.length > 0)
-      await followRun(s, { code: 0, threadId: thread, status: "awaiting_approval", approvals: body.approvals.filter((a) => a.status === "pending") });
+      await followRun(s, { code: 0, threadId: thread, status: "awaiting_approval", approvals: body.approvals.filter((a) => a.status === "pending") }, STARTED);
     return { code: 1, thread };
   }
   const outcome = await showRun(res, s.p, { knownThread: thread });
-  return { code: await followRun(s, outcome), thread: outcome.threadId ?? thread };
+  return { code: await followRun(s, outcome, STARTED), thread: outcome.threadId ?? thread };
 }
+
+/** A chat's runs are the caller's own (the thread is its): it is their requester. */
+const STARTED = { started: true } as const;
 
 export async function chatSession(s: Session, terminal: Terminal, thread: string | undefined): Promise<number> {
   s.p.text("Type a message and press Enter (a line ending in \\ continues). Ctrl-D ends the session.\n");

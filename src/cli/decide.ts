@@ -3,7 +3,7 @@
  * Deciding approvals (spec 4.3, 5.7): the decision names the approval's digest, as a relaying
  * agent must and as the service checks when a person sends it, so what was decided is exactly the
  * call that was shown. When a run pauses on an interactive terminal and the caller may decide
- * (the rule lists `requester`, and the caller started the run), the client shows the call and
+ * (the rule lists `requester`, and the caller is the run's requester), the client shows the call and
  * asks `Approve? [y/N]` (y approves, anything else rejects, end of input leaves it waiting);
  * otherwise it prints the commands that decide it. A resumed run streams like any other and may
  * pause again.
@@ -51,10 +51,10 @@ export async function decideCommand(s: Session, decision: Decision, threadId: st
     return 1;
   }
   const reply = await sendDecision(s, { ...approval, thread_id: threadId }, decision, comment);
-  return settleReply(s, reply, decision, threadId);
+  return settleReply(s, reply, decision, threadId, approvalId);
 }
 
-async function settleReply(s: Session, reply: Reply, decision: Decision, threadId: string): Promise<number> {
+async function settleReply(s: Session, reply: Reply, decision: Decision, threadId: string, approvalId: string): Promise<number> {
   if (reply.kind === "refused") {
     s.p.error(reply.message);
     return 1;
@@ -64,7 +64,7 @@ async function settleReply(s: Session, reply: Reply, decision: Decision, threadI
     recorded(s, decision, reply.body);
     return 0;
   }
-  return followRun(s, await showRun(reply.res, s.p, { knownThread: threadId }));
+  return followRun(s, await showRun(reply.res, s.p, { knownThread: threadId }), { decided: { threadId, approvalId } });
 }
 
 function recorded(s: Session, decision: Decision, body: { pending?: ShownApproval[]; queued?: boolean }): void {
@@ -73,12 +73,24 @@ function recorded(s: Session, decision: Decision, body: { pending?: ShownApprova
   if (more > 0 && !body.queued) printCommands(s, body.pending!);
 }
 
-/** After a run: while it waits for approvals the caller may decide at a terminal, asks; else prints how to decide. */
-export async function followRun(s: Session, outcome: RunOutcome): Promise<number> {
+/**
+ * How the caller stands to the run it follows: it started the run (a chat on its own thread), or
+ * it decided an approval of the run, perhaps as a `role:` approver rather than the requester.
+ */
+export type Follower = { readonly started: true } | { readonly decided: { readonly threadId: string; readonly approvalId: string } };
+
+/**
+ * After a run: while it waits for approvals the caller may decide at a terminal (the rule lists
+ * `requester` and the caller is the run's requester), asks; else prints how to decide.
+ */
+export async function followRun(s: Session, outcome: RunOutcome, follower: Follower): Promise<number> {
   let current = outcome;
+  /** The caller's principal as approvals name it (hashed): known once something shows it. */
+  let self: string | null | undefined;
   while (current.code === 0 && current.status === "awaiting_approval" && current.approvals.length > 0) {
     const pending = current.approvals;
-    const askable = s.terminal ? pending.filter((a) => a.approvers.includes("requester")) : [];
+    if (s.terminal && self === undefined) self = await callerAmong(s, follower, pending);
+    const askable = s.terminal && self ? pending.filter((a) => a.approvers.includes("requester") && a.requester === self) : [];
     for (const a of pending) showApproval(s, a);
     if (askable.length === 0) {
       printCommands(s, pending);
@@ -116,6 +128,23 @@ export async function followRun(s: Session, outcome: RunOutcome): Promise<number
     current = next;
   }
   return current.code;
+}
+
+/**
+ * Who the caller is, as approvals name principals: the requester of the run it started; else the
+ * one who decided the approval it decided (a `role:` approver is never the requester, so a run
+ * that pauses again is not put to it). null when that cannot be read.
+ */
+async function callerAmong(s: Session, follower: Follower, pending: readonly ShownApproval[]): Promise<string | null> {
+  if ("started" in follower) return pending[0]?.requester ?? null;
+  const { threadId, approvalId } = follower.decided;
+  const res = await s.client.send("GET", `/threads/${seg(threadId)}/approvals`);
+  if (res.status !== 200) {
+    await res.body?.cancel();
+    return null;
+  }
+  const decided = ((await res.json()) as ShownApproval[]).find((a) => a.approval_id === approvalId);
+  return decided?.decided_by ?? null;
 }
 
 function showApproval(s: Session, a: ShownApproval): void {

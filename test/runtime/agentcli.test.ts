@@ -337,3 +337,85 @@ describe("usage errors exit 2", () => {
   });
 });
 
+
+describe("approvals decided by a role approver (AUTH_POLICY=jwt)", () => {
+  const ISS = "https://issuer.test";
+  const AUD = "agent-service";
+  let jwtSvc: ServiceProcess;
+  let userToken: string;
+  let adminToken: string;
+
+  beforeAll(async () => {
+    const { generateKeyPair, exportSPKI, SignJWT } = await import("jose");
+    const { publicKey, privateKey } = await generateKeyPair("RS256");
+    const sign = (sub: string, roles: string[]) =>
+      new SignJWT({ roles }).setProtectedHeader({ alg: "RS256" }).setSubject(sub).setIssuer(ISS).setAudience(AUD).setIssuedAt().setExpirationTime("1h").sign(privateKey);
+    userToken = await sign("user-1", []);
+    adminToken = await sign("admin-1", ["admin"]);
+    // Opening a ticket waits for the requester or an admin.
+    const dir = mkdtempSync(join(tmpdir(), "agentcli-roles-"));
+    const policy = join(dir, "api-policy.yaml");
+    writeFileSync(
+      policy,
+      `apis:
+  tickets:
+    description: Support tickets
+    base_url_env: TICKETS_API_URL
+    auth: bearer
+    token_env: TICKETS_API_TOKEN
+    allowed_methods: [GET, POST]
+    allowed_operations:
+      - {operationId: listTickets, methods: [GET], path: /tickets}
+      - {operationId: createTicket, methods: [POST], path: /tickets}
+    approval:
+      required_for: {operations: [{operationId: createTicket}]}
+      approvers: [requester, "role:admin"]
+`,
+    );
+    jwtSvc = await startService({
+      MODEL_PROVIDER: "fake",
+      MODEL_NAME: "fake",
+      AUTH_POLICY: "jwt",
+      AUTH_JWT_PUBLIC_KEY: await exportSPKI(publicKey),
+      AUTH_JWT_ISSUER: ISS,
+      AUTH_JWT_AUDIENCE: AUD,
+      AUTH_JWT_ALGORITHMS: "RS256",
+      TOOLS_MODULE: "examples/tools/tickets.mjs",
+      API_POLICY_PATH: policy,
+      TICKETS_API_URL: upstreamUrl,
+      TICKETS_API_TOKEN: "ticket-token",
+    });
+  });
+
+  it("an admin who approves on a terminal is not asked about the requester's next approval: the commands are printed", async () => {
+    const script = `${CREATE("first of two")}\n/step\n${CREATE("second of two")}\n/answer both asked`;
+    const paused = await cli(["chat", script, "--thread", "cli-roles", "--url", jwtSvc.base], { AGENTCLI_API_KEY: userToken });
+    expect(paused.code, paused.stderr).toBe(0);
+    const first = /approval (\S+) waits: POST \/tickets/.exec(paused.stdout)![1]!;
+    expect(paused.stdout).toContain("approvers: requester, role:admin");
+
+    const before = tickets.length;
+    const pty = cliOnTerminal(["approve", "cli-roles", first, "--url", jwtSvc.base], { AGENTCLI_API_KEY: adminToken });
+    // Before the fix the admin was asked about the second call (which only its requester or an
+    // admin may decide, and the CLI knew only that the rule lists the requester): the service
+    // then answered 403. Now the CLI knows the admin decided and is not the run's requester.
+    const ended = await Promise.race([pty.exited.then(() => "exited" as const), pty.waitFor(/Approve\? \[y\/N\] /, 0, 30_000).then(() => "asked" as const)]);
+    if (ended === "asked") pty.end();
+    expect(ended, pty.output()).toBe("exited");
+    expect(await pty.exited).toBe(0);
+    expect(pty.output()).toContain(`[approved: approval ${first}; the run resumes]`);
+    const second = /approval (\S+) waits: POST \/tickets/.exec(pty.output())?.[1];
+    expect(second).toBeDefined();
+    expect(second).not.toBe(first);
+    expect(pty.output()).toContain(`agentcli approve cli-roles ${second} --url ${jwtSvc.base} [--comment TEXT]`);
+    expect(tickets.length).toBe(before + 1);
+
+    // The requester, on a terminal, is asked about its own run's next approval.
+    const own = cliOnTerminal(["chat", "anything?", "--thread", "cli-roles", "--url", jwtSvc.base], { AGENTCLI_API_KEY: userToken });
+    await own.waitFor(/Approve\? \[y\/N\] /);
+    own.type("y");
+    expect(await own.exited).toBe(1); // the message itself was refused (409 approval_pending)
+    expect(own.output()).toContain(`[approved: approval ${second}; the run resumes]`);
+    expect(tickets.length).toBe(before + 2);
+  }, 60_000);
+});
