@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { entryStarter, killSpawned } from "../support/service-process.js";
+import { entryStarter, killSpawned, startEntry, stopEntry } from "../support/service-process.js";
 import { describeSmoke } from "./smoke.js";
 import { smokeSchema } from "./smoke-postgres.js";
 import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
@@ -26,6 +26,24 @@ it("the suite runs what `npm run start:bun` runs: the built bun entry, which exi
 });
 
 describeSmoke("bun, memory", entryStarter("bun"));
+
+it("a stream that says nothing for longer than Bun's default idle timeout (10 s; Bun cuts such a stream at about 12 s) stays open to its end", async () => {
+  // dist/bun.js serves with idleTimeout 0: the heartbeat (here every 30 s, so none comes) and the
+  // run's own limits decide how long a quiet stream lasts, not Bun.
+  const svc = await startEntry("bun", { API_KEY: "idle-key-0123456789", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", SSE_HEARTBEAT_S: "30" });
+  try {
+    const res = await fetch(`${svc.base}/chat`, {
+      method: "POST",
+      headers: { Authorization: "Bearer idle-key-0123456789", "Content-Type": "application/json" },
+      body: JSON.stringify({ message: "/sleep 16000\nstill here" }),
+    });
+    const text = await res.text();
+    expect(text).toContain("echo: still here");
+    expect(text).toMatch(/event: message\.end\ndata: \{[^\n]*"status":"ok"/);
+  } finally {
+    expect(await stopEntry(svc)).toBe(0);
+  }
+}, 40_000);
 
 const pg = smokeSchema("smoke_bun");
 describeSmoke("bun, postgres", entryStarter("bun", pg.env));
