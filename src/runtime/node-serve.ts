@@ -68,10 +68,12 @@ function plainHeaders(headers: Headers): Record<string, string> {
  * headers and first event out on the next turn of the loop, as before.
  *
  * Heartbeats come from one timer for all the streams of the process (HEARTBEAT_TICK_MS), not a
- * timer per stream: ten thousand waiting conversations hold no timer each for it. The streams
- * are kept in the order they last wrote (a write moves its stream to the end), so each tick
- * looks only at the ones due, and a tick is short: heartbeats go out a few at a time rather than
- * in one burst that would hold up other requests.
+ * timer per stream: ten thousand waiting conversations hold no timer each for it. Each beating
+ * stream sits in the bucket of the tick at which it is next due; a write only notes its time,
+ * and when the bucket comes a stream that wrote since goes to a later bucket instead of beating.
+ * So a stream moves at most once per heartbeat period whatever it writes (no table of all the
+ * streams rebuilt as they write), a stream that ends leaves its bucket at once, and what a tick
+ * looks at is what is due then: heartbeats go out a few at a time rather than in one burst.
  */
 class PacedSink implements SseSink {
   readonly paced = true;
@@ -79,8 +81,10 @@ class PacedSink implements SseSink {
   private scheduled = false;
   private lastWrite = Date.now();
   private heartbeatMs = 0;
-  /** The streams of its heartbeat period, least recently written first (while it beats). */
-  private line: Set<PacedSink> | undefined;
+  /** Its bucket's tick and its place there while it beats; tick -1 while its bucket is looked at. */
+  private tick = -1;
+  private slot = -1;
+  private beating = false;
   constructor(private readonly out: ServerResponse) {
     this.soon(); // the headers go out next turn even when nothing is said yet
   }
@@ -98,37 +102,60 @@ class PacedSink implements SseSink {
   }
 
   beatEvery(ms: number): void {
-    if (this.out.writableEnded) return;
+    if (this.out.writableEnded || this.beating) return;
     this.heartbeatMs = ms;
-    let line = lines.get(ms);
-    if (!line) lines.set(ms, (line = new Set()));
-    this.line = line;
-    line.add(this);
-    beatTimer ??= setInterval(beatIdle, HEARTBEAT_TICK_MS).unref();
+    this.beating = true;
+    if (beating++ === 0) {
+      nextTick = Math.floor(Date.now() / HEARTBEAT_TICK_MS);
+      beatTimer = setInterval(beatDue, HEARTBEAT_TICK_MS).unref();
+    }
+    this.dueAt(this.lastWrite + ms);
   }
 
   stop(): void {
-    const line = this.line;
-    if (!line) return;
-    this.line = undefined;
-    line.delete(this);
-    if (line.size > 0) return;
-    lines.delete(this.heartbeatMs);
-    if (lines.size === 0 && beatTimer !== undefined) {
+    if (!this.beating) return;
+    this.beating = false;
+    this.leaveBucket();
+    if (--beating === 0) {
       clearInterval(beatTimer);
       beatTimer = undefined;
+      due.clear();
     }
   }
 
-  /** Writes a heartbeat when nothing was written for heartbeatMs; false when not due yet. */
-  beatIfIdle(now: number): boolean {
-    if (now - this.lastWrite < this.heartbeatMs) return false;
-    if (this.buffered === "") this.write(KEEP_ALIVE);
-    // Looked at: to the end of the line until its next write.
-    this.lastWrite = now;
-    this.line?.delete(this);
-    this.line?.add(this);
-    return true;
+  /** Its bucket came (and let go of it): a heartbeat when nothing was written for heartbeatMs, then its next bucket. */
+  beatIfIdle(now: number): void {
+    this.tick = -1;
+    if (!this.beating) return;
+    if (now - this.lastWrite >= this.heartbeatMs) {
+      if (this.buffered === "") this.write(KEEP_ALIVE);
+      this.lastWrite = now;
+    }
+    this.dueAt(this.lastWrite + this.heartbeatMs);
+  }
+
+  /** Into the bucket of the tick `at` falls in (never one already looked at). */
+  private dueAt(at: number): void {
+    const tick = Math.max(Math.ceil(at / HEARTBEAT_TICK_MS), nextTick);
+    let bucket = due.get(tick);
+    if (!bucket) due.set(tick, (bucket = []));
+    this.tick = tick;
+    this.slot = bucket.length;
+    bucket.push(this);
+  }
+
+  /** Out of its bucket: the bucket's last stream takes its place. */
+  private leaveBucket(): void {
+    const tick = this.tick;
+    this.tick = -1;
+    const bucket = tick < 0 ? undefined : due.get(tick);
+    if (!bucket) return;
+    const last = bucket.pop()!;
+    if (last !== this) {
+      bucket[this.slot] = last;
+      last.slot = this.slot;
+    }
+    if (bucket.length === 0) due.delete(tick);
   }
 
   private soon(): void {
@@ -142,8 +169,6 @@ class PacedSink implements SseSink {
     const out = this.out;
     if (out.writableEnded) return;
     this.lastWrite = Date.now();
-    this.line?.delete(this);
-    this.line?.add(this);
     if (this.buffered !== "") {
       const text = this.buffered;
       this.buffered = "";
@@ -159,17 +184,24 @@ function pushSink(sink: PacedSink): void {
 
 /** How often the idle streams are looked at: a heartbeat is at most this late. */
 const HEARTBEAT_TICK_MS = 50;
-/** The streams by heartbeat period, each line least recently written first. */
-const lines = new Map<number, Set<PacedSink>>();
+/** Beating streams by the tick (time / HEARTBEAT_TICK_MS, rounded up) at which they are next due. */
+const due = new Map<number, PacedSink[]>();
+/** Streams that beat: the timer runs while there are any. */
+let beating = 0;
+/** The first tick not looked at yet. */
+let nextTick = 0;
 let beatTimer: ReturnType<typeof setInterval> | undefined;
 
-function beatIdle(): void {
+function beatDue(): void {
   const now = Date.now();
-  // In a line the first stream not due ends the look; each due one moves to the end of the
-  // line, and a full turn through the line ends it too.
-  for (const line of lines.values()) {
-    let seen = line.size;
-    for (const sink of line) if (seen-- === 0 || !sink.beatIfIdle(now)) break;
+  const last = Math.floor(now / HEARTBEAT_TICK_MS);
+  // The ticks since the last look (one, unless the loop was held up), each bucket once.
+  while (nextTick <= last) {
+    const bucket = due.get(nextTick);
+    due.delete(nextTick);
+    // Past this tick before its streams are put back: none lands in a tick already looked at.
+    nextTick++;
+    if (bucket) for (const sink of bucket) sink.beatIfIdle(now);
   }
 }
 

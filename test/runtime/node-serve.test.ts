@@ -6,7 +6,7 @@
  */
 import type { Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { createApp } from "../../src/runtime/package.js";
+import { createApp, defineTool } from "../../src/runtime/package.js";
 import { directStreamsFetch, serveNode } from "../../src/runtime/node-serve.js";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
@@ -20,9 +20,14 @@ afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
 });
 
-async function served(env: Record<string, string> = {}): Promise<{ base: string; store: Store }> {
+async function served(env: Record<string, string> = {}, tools: Parameters<typeof createApp>[0]["tools"] = undefined): Promise<{ base: string; store: Store }> {
   const store = createMemoryStore();
-  const app = await createApp({ env: { ...ENV, ...env }, logWrite: () => {}, storage: async (_s, { clock }) => ({ store, lease: createMemoryLease(clock) }) });
+  const app = await createApp({
+    env: { ...ENV, ...env },
+    logWrite: () => {},
+    storage: async (_s, { clock }) => ({ store, lease: createMemoryLease(clock) }),
+    ...(tools ? { tools } : {}),
+  });
   const { server, port } = await serveNode({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 });
   open.push({ close: () => app.close() }, { close: () => closeServer(server) });
   return { base: `http://127.0.0.1:${port}`, store };
@@ -88,6 +93,48 @@ describe("serveNode", () => {
     aborter.abort();
     expect(fastBeats).toBeGreaterThanOrEqual(3);
     expect(slowBeats).toBe(0);
+  });
+
+  it("keeps beating every stream still open when others end, and none while a stream writes", async () => {
+    // The streams wait in buckets by the tick they are next due; one that ends leaves its bucket
+    // and the bucket's last stream takes its place: a slip there would silence a stream still open.
+    const nap = defineTool({ name: "nap", description: "waits 300 ms", parameters: { type: "object", properties: {} }, calls: [], run: () => new Promise((r) => setTimeout(() => r("rested"), 300)) });
+    const { base } = await served({ SSE_HEARTBEAT_S: "1" }, [nap]);
+    const aborters = Array.from({ length: 24 }, () => new AbortController());
+    const opened = await Promise.all(
+      aborters.map((a, i) =>
+        fetch(`${base}/chat`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ message: "/sleep 30000\nwait", thread_id: `beat-${i}` }),
+          signal: a.signal,
+        }),
+      ),
+    );
+    // Every other stream ends (its client goes away), in an order unlike the one they opened in.
+    for (let i = aborters.length - 2; i >= 0; i -= 2) aborters[i]!.abort();
+    const beats = async (res: Response, ms: number) => {
+      const reader = res.body!.getReader();
+      let text = "";
+      const until = Date.now() + ms;
+      while (Date.now() < until) {
+        const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), until - Date.now()))]);
+        if (next === null || next.done) break;
+        text += new TextDecoder().decode(next.value);
+      }
+      return text.split(": keep-alive").length - 1;
+    };
+    // A stream whose run writes every 300 ms (a tool call and its result, turn after turn) gets no heartbeat meanwhile.
+    const naps = Array.from({ length: 12 }, () => "/call nap {}").join("\n/step\n");
+    const writing = await fetch(`${base}/chat`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ message: naps, thread_id: "beat-writing" }),
+    });
+    const counts = await Promise.all([...opened.filter((_, i) => i % 2 === 1).map((res) => beats(res, 2_600)), beats(writing, 2_600)]);
+    for (const a of aborters) a.abort();
+    expect(counts.slice(0, -1).every((n) => n >= 2), String(counts)).toBe(true);
+    expect(counts.at(-1)).toBe(0);
   });
 
   it("answers refusals and probes as before", async () => {
