@@ -41,6 +41,19 @@ function closeServer(server: Server): Promise<void> {
 const chat = (base: string, message: string, init: RequestInit = {}) =>
   fetch(`${base}/chat`, { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "X-Request-ID": "req-1" }, body: JSON.stringify({ message, thread_id: "t1" }), ...init });
 
+/** The heartbeats a stream brings within `ms` (what it says meanwhile is read and dropped). */
+async function heartbeatsWithin(res: Response, ms: number): Promise<number> {
+  const reader = res.body!.getReader();
+  let text = "";
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), until - Date.now()))]);
+    if (next === null || next.done) break;
+    text += new TextDecoder().decode(next.value);
+  }
+  return text.split(": keep-alive").length - 1;
+}
+
 describe("serveNode", () => {
   it("streams a chat with the stream's headers, the request id and every event", async () => {
     const { base } = await served();
@@ -78,18 +91,7 @@ describe("serveNode", () => {
     // The slow stream opens first, so it heads the process's streams while the fast one waits.
     const slowRes = await chat(slow.base, "/sleep 30000\nwait", { signal: aborter.signal });
     const fastRes = await chat(fast.base, "/sleep 30000\nwait", { signal: aborter.signal });
-    const count = async (res: Response, ms: number) => {
-      const reader = res.body!.getReader();
-      let text = "";
-      const until = Date.now() + ms;
-      while (Date.now() < until) {
-        const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), until - Date.now()))]);
-        if (next === null || next.done) break;
-        text += new TextDecoder().decode(next.value);
-      }
-      return text.split(": keep-alive").length - 1;
-    };
-    const [fastBeats, slowBeats] = await Promise.all([count(fastRes, 3_500), count(slowRes, 2_500)]);
+    const [fastBeats, slowBeats] = await Promise.all([heartbeatsWithin(fastRes, 3_500), heartbeatsWithin(slowRes, 2_500)]);
     aborter.abort();
     expect(fastBeats).toBeGreaterThanOrEqual(3);
     expect(slowBeats).toBe(0);
@@ -113,17 +115,6 @@ describe("serveNode", () => {
     );
     // Every other stream ends (its client goes away), in an order unlike the one they opened in.
     for (let i = aborters.length - 2; i >= 0; i -= 2) aborters[i]!.abort();
-    const beats = async (res: Response, ms: number) => {
-      const reader = res.body!.getReader();
-      let text = "";
-      const until = Date.now() + ms;
-      while (Date.now() < until) {
-        const next = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), until - Date.now()))]);
-        if (next === null || next.done) break;
-        text += new TextDecoder().decode(next.value);
-      }
-      return text.split(": keep-alive").length - 1;
-    };
     // A stream whose run writes every 300 ms (a tool call and its result, turn after turn) gets no heartbeat meanwhile.
     const naps = Array.from({ length: 12 }, () => "/call nap {}").join("\n/step\n");
     const writing = await fetch(`${base}/chat`, {
@@ -131,7 +122,7 @@ describe("serveNode", () => {
       headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
       body: JSON.stringify({ message: naps, thread_id: "beat-writing" }),
     });
-    const counts = await Promise.all([...opened.filter((_, i) => i % 2 === 1).map((res) => beats(res, 2_600)), beats(writing, 2_600)]);
+    const counts = await Promise.all([...opened.filter((_, i) => i % 2 === 1).map((res) => heartbeatsWithin(res, 2_600)), heartbeatsWithin(writing, 2_600)]);
     for (const a of aborters) a.abort();
     expect(counts.slice(0, -1).every((n) => n >= 2), String(counts)).toBe(true);
     expect(counts.at(-1)).toBe(0);
