@@ -138,7 +138,7 @@ class PacedSink implements SseSink {
   private dueAt(at: number): void {
     const tick = Math.max(Math.ceil(at / HEARTBEAT_TICK_MS), nextTick);
     let bucket = due.get(tick);
-    if (!bucket) due.set(tick, (bucket = []));
+    if (!bucket) due.set(tick, (bucket = spareBuckets.pop() ?? []));
     this.tick = tick;
     this.slot = bucket.length;
     bucket.push(this);
@@ -155,7 +155,10 @@ class PacedSink implements SseSink {
       bucket[this.slot] = last;
       last.slot = this.slot;
     }
-    if (bucket.length === 0) due.delete(tick);
+    if (bucket.length === 0) {
+      due.delete(tick);
+      spare(bucket);
+    }
   }
 
   private soon(): void {
@@ -186,6 +189,16 @@ function pushSink(sink: PacedSink): void {
 const HEARTBEAT_TICK_MS = 50;
 /** Beating streams by the tick (time / HEARTBEAT_TICK_MS, rounded up) at which they are next due. */
 const due = new Map<number, PacedSink[]>();
+/**
+ * Emptied buckets, used again: a bucket lives until its tick (a heartbeat period), long enough
+ * for V8 to move it to the old generation, where thrown-away ones would pile up between major
+ * collections while ten thousand streams beat.
+ */
+const spareBuckets: PacedSink[][] = [];
+function spare(bucket: PacedSink[]): void {
+  bucket.length = 0;
+  if (spareBuckets.length < 64) spareBuckets.push(bucket);
+}
 /** Streams that beat: the timer runs while there are any. */
 let beating = 0;
 /** The first tick not looked at yet. */
@@ -201,7 +214,9 @@ function beatDue(): void {
     due.delete(nextTick);
     // Past this tick before its streams are put back: none lands in a tick already looked at.
     nextTick++;
-    if (bucket) for (const sink of bucket) sink.beatIfIdle(now);
+    if (!bucket) continue;
+    for (const sink of bucket) sink.beatIfIdle(now);
+    spare(bucket);
   }
 }
 
