@@ -20,7 +20,7 @@ afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
 });
 
-async function served(env: Record<string, string> = {}, tools: Parameters<typeof createApp>[0]["tools"] = undefined): Promise<{ base: string; store: Store }> {
+async function served(env: Record<string, string> = {}, tools: NonNullable<Parameters<typeof createApp>[0]>["tools"] = undefined): Promise<{ base: string; store: Store }> {
   const store = createMemoryStore();
   const app = await createApp({
     env: { ...ENV, ...env },
