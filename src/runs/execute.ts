@@ -156,6 +156,8 @@ class LiveRun implements RunHandle, ActiveRun {
   readonly done: Promise<RunStatus>;
   private readonly deadline: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** The timer repeats every renewal period (an interval) while the deadline is further off. */
+  private repeating = false;
 
   constructor(
     private readonly ctx: RunsContext,
@@ -166,7 +168,7 @@ class LiveRun implements RunHandle, ActiveRun {
     this.logger = input.logger.child({ run_id: runId, thread_id: input.threadId });
     this.trace = startRunTrace(ctx.tracing, runId, input);
     this.deadline = this.started + ctx.limits.runTimeoutS * 1000;
-    this.timer = setTimeout(watchRun, Math.min(ctx.leases.timings.renewMs, this.deadline - this.started), this);
+    this.schedule(this.started);
     // One chain from the run to its end (each handler a waiting run holds costs memory): the
     // registry lets go of the run once everything is written.
     this.done = drive(ctx, input, this, firstMessage).then((ending) => this.end(ending));
@@ -214,11 +216,36 @@ class LiveRun implements RunHandle, ActiveRun {
         (held) => held || this.stop("lease_lost"),
         () => this.stop("lease_lost"),
       );
-    this.timer = setTimeout(watchRun, Math.min(renewMs, this.deadline - now), this);
+    this.schedule(now);
+  }
+
+  /**
+   * One interval of the renewal period while the deadline is further off than that, then one
+   * timeout to the deadline. Not a new timeout every period: ten thousand waiting runs would
+   * each make one every 5 s, and each lives long enough to reach V8's old generation, where
+   * they pile up between major collections.
+   */
+  private schedule(now: number): void {
+    const left = this.deadline - now;
+    if (left > this.ctx.leases.timings.renewMs) {
+      if (!this.repeating) {
+        this.timer = setInterval(watchRun, this.ctx.leases.timings.renewMs, this);
+        this.repeating = true;
+      }
+      return;
+    }
+    this.clearTimer();
+    this.timer = setTimeout(watchRun, left, this);
+  }
+
+  private clearTimer(): void {
+    if (this.repeating) clearInterval(this.timer);
+    else clearTimeout(this.timer);
+    this.repeating = false;
   }
 
   private async end(ending: Ending): Promise<RunStatus> {
-    clearTimeout(this.timer);
+    this.clearTimer();
     try {
       return await close(this.ctx, this.input.lease, this, ending);
     } finally {

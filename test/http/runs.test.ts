@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { defineTool } from "../../src/index.js";
+import { systemClock } from "../../src/clock.js";
+import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import type { Store } from "../../src/store/ports.js";
 import { answerText, chat, get, makeApp, post, readUntil, waitFor, type TestApp } from "../helpers.js";
@@ -122,6 +124,27 @@ describe("run lifecycle", () => {
     release();
     await waitFor(async () => (await store.getRun(runId))?.status === "cancelled", 3000);
     await waitFor(async () => (await metric("agent_active_runs")) === 0, 3000);
+  });
+
+  it("renews the run's lease every renewal period while it waits, and still times out at its deadline", async () => {
+    // The run's one timer repeats every renewal period, then waits out what is left to the
+    // deadline (here 1 s: nine renewals of 100 ms, then the last 100 ms).
+    store = createMemoryStore();
+    const lease = createMemoryLease(systemClock);
+    let renewals = 0;
+    const renew = lease.renew.bind(lease);
+    lease.renew = (...args) => (renewals++, renew(...args));
+    app = await makeApp({ RUN_TIMEOUT_S: "1" }, { store, lease, leaseTimings: { renewMs: 100, ttlMs: 1_000 } });
+    const { events } = await chat(app, { message: "/sleep 5000\nslow" });
+    expect(events.at(-1)).toMatchObject({ event: "error", data: { code: "timeout" } });
+    expect((await store.getRun(events[0]!.data.run_id as string))!.status).toBe("timeout");
+    expect(renewals).toBeGreaterThanOrEqual(5);
+    // A run that ends well before its deadline takes its timer with it: no renewal after.
+    const quick = await chat(app, { message: "/sleep 350\nquick" });
+    expect(answerText(quick.events)).toBe("echo: quick");
+    const after = renewals;
+    await new Promise((r) => setTimeout(r, 350));
+    expect(renewals).toBe(after);
   });
 
   it("sends keep-alive comments on idle streams", async () => {
