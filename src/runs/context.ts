@@ -36,6 +36,8 @@ export interface RunLimits {
   /** MAX_HISTORY_TOKENS: the newest whole turns of a thread that fit are sent to the model. */
   readonly historyTokens: number;
   readonly dev: boolean;
+  /** A run's timer is one interval of the lease renewal period (CreateAppOptions.repeatingRunTimers). */
+  readonly repeatingTimer: boolean;
   /** How requests another agent presents are framed (A2A_CALLER_NOTE, A2A_DELEGATED_MENTIONS). */
   readonly delegation: DelegationRules;
 }

@@ -220,13 +220,18 @@ class LiveRun implements RunHandle, ActiveRun {
   }
 
   /**
-   * One interval of the renewal period while the deadline is further off than that, then one
-   * timeout to the deadline. Not a new timeout every period: ten thousand waiting runs would
-   * each make one every 5 s, and each lives long enough to reach V8's old generation, where
-   * they pile up between major collections.
+   * The next look at the run: after a renewal period, or at the deadline when that comes first.
+   * With repeating timers (the Node entry) one interval serves every period while the deadline is
+   * further off, then one timeout for what is left: not a new timeout every period, which on V8
+   * lives long enough to reach the old generation, where ten thousand waiting runs' timeouts
+   * pile up between major collections.
    */
   private schedule(now: number): void {
     const left = this.deadline - now;
+    if (!this.ctx.limits.repeatingTimer) {
+      this.timer = setTimeout(watchRun, Math.min(this.ctx.leases.timings.renewMs, left), this);
+      return;
+    }
     if (left > this.ctx.leases.timings.renewMs) {
       if (!this.repeating) {
         this.timer = setInterval(watchRun, this.ctx.leases.timings.renewMs, this);

@@ -23,6 +23,7 @@ await runEntry({
   app: {
     fetch: nodeOutboundFetch(),
     traceExport: lazyNodeTraceExport,
+    repeatingRunTimers: true,
   },
   // RUNTIME=graph-server (or detected): the LangGraph.js Agent Server serves, loaded only then.
   select: async (env) => (selectedRuntime(env) === "graph-server" ? loadGraphServerEntry() : undefined),

@@ -126,15 +126,18 @@ describe("run lifecycle", () => {
     await waitFor(async () => (await metric("agent_active_runs")) === 0, 3000);
   });
 
-  it("renews the run's lease every renewal period while it waits, and still times out at its deadline", async () => {
-    // The run's one timer repeats every renewal period, then waits out what is left to the
+  it.each([
+    ["a timeout set again each period (the default)", false],
+    ["one interval (repeatingRunTimers, the Node entry)", true],
+  ])("renews the run's lease every renewal period while it waits, and still times out at its deadline: %s", async (_, repeatingRunTimers) => {
+    // The run's one timer looks at it every renewal period, then waits out what is left to the
     // deadline (here 1 s: nine renewals of 100 ms, then the last 100 ms).
     store = createMemoryStore();
     const lease = createMemoryLease(systemClock);
     let renewals = 0;
     const renew = lease.renew.bind(lease);
     lease.renew = (...args) => (renewals++, renew(...args));
-    app = await makeApp({ RUN_TIMEOUT_S: "1" }, { store, lease, leaseTimings: { renewMs: 100, ttlMs: 1_000 } });
+    app = await makeApp({ RUN_TIMEOUT_S: "1" }, { store, lease, leaseTimings: { renewMs: 100, ttlMs: 1_000 }, repeatingRunTimers });
     const { events } = await chat(app, { message: "/sleep 5000\nslow" });
     expect(events.at(-1)).toMatchObject({ event: "error", data: { code: "timeout" } });
     expect((await store.getRun(events[0]!.data.run_id as string))!.status).toBe("timeout");
