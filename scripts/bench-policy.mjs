@@ -14,7 +14,8 @@
 // 2. Added latency: a node:http upstream answering a small JSON body. (i) bare fetch(url) +
 //    res.json(); (ii) the policy client (createPolicyClient + preparePolicy, same policy) doing
 //    request("api", GET /items/{id}, pathParams, query). Sequential, N calls per mode per round,
-//    the two modes alternating order each round; the median of rounds is reported.
+//    taken in alternating blocks of 50 (bare, client, client, bare, ...): both modes see the same
+//    moments of a machine whose speed drifts within a round; the median of rounds is reported.
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { stringify } from "yaml";
@@ -337,6 +338,8 @@ function stats(times) {
 }
 
 const silent = { debug() {}, info() {}, warning() {}, error() {}, child: () => silent };
+/** Calls of one mode in a row before the other's. */
+const BLOCK = 50;
 
 async function benchClient(policyText, specs) {
   const { server, port } = await upstream();
@@ -376,14 +379,22 @@ async function benchClient(policyText, specs) {
       const res = await api.request("api", request);
       if (res.status !== 200 || res.body.id !== "42") throw new Error(`client: unexpected answer ${res.status}`);
     };
-    const measure = async (fn, n) => {
-      const times = new Float64Array(n);
-      for (let i = 0; i < n; i++) {
-        const t0 = performance.now();
-        await fn();
-        times[i] = performance.now() - t0;
+    /** `n` calls of each, in alternating blocks (a, b, b, a, a, b, ...): the times of each mode. */
+    const interleaved = async (a, b, n) => {
+      const times = [new Float64Array(n), new Float64Array(n)];
+      const fns = [a, b];
+      for (let done = 0, block = 0; done < n; done += BLOCK, block++) {
+        const size = Math.min(BLOCK, n - done);
+        // ABBA order: neither mode is always the one after the other.
+        const order = block % 2 === 0 ? [0, 1] : [1, 0];
+        for (const k of order)
+          for (let i = 0; i < size; i++) {
+            const t0 = performance.now();
+            await fns[k]();
+            times[k][done + i] = performance.now() - t0;
+          }
       }
-      return stats(times);
+      return [stats(times[0]), stats(times[1])];
     };
 
     for (let i = 0; i < opts.warmupCalls; i++) {
@@ -394,13 +405,8 @@ async function benchClient(policyText, specs) {
     for (let r = 0; r < opts.rounds; r++) {
       let bare;
       let through;
-      if (r % 2 === 0) {
-        bare = await measure(bareOnce, opts.n);
-        through = await measure(clientOnce, opts.n);
-      } else {
-        through = await measure(clientOnce, opts.n);
-        bare = await measure(bareOnce, opts.n);
-      }
+      if (r % 2 === 0) [bare, through] = await interleaved(bareOnce, clientOnce, opts.n);
+      else [through, bare] = await interleaved(clientOnce, bareOnce, opts.n);
       const added = (through.mean - bare.mean) * 1000;
       rounds.push({ bare, through, added, pct: (100 * (through.mean - bare.mean)) / bare.mean });
       const us = (v) => (v * 1000).toFixed(1);
