@@ -173,14 +173,16 @@ function agentEnv(system: System, agent: SystemAgent, ports: ReadonlyMap<string,
 function poolWithin(system: System, agent: SystemAgent, environment: string): Record<string, string> {
   const budget = system.maxConnections[environment];
   if (budget === undefined) return {};
-  const own = { ...projectEnvFile(agent.dir), ...definedOnly(process.env) };
+  // The agent's own values as its startup reads them: the process environment over its .env.
+  const file = projectEnvFile(agent.dir);
+  const own = (name: string) => process.env[name] ?? file[name];
   const share = Math.floor(budget / system.agents.length);
   // A value of the agent's own that does not parse is left for its startup to name, not replaced.
-  const ownMax = poolSize(own.DB_POOL_MAX_SIZE);
+  const ownMax = poolSize(own("DB_POOL_MAX_SIZE"));
   if (ownMax === null) return {};
   const max = ownMax !== undefined && ownMax >= 1 && ownMax < share ? ownMax : share;
   const vars: Record<string, string> = { DB_POOL_MAX_SIZE: String(max) };
-  const ownMin = poolSize(own.DB_POOL_MIN_SIZE);
+  const ownMin = poolSize(own("DB_POOL_MIN_SIZE"));
   if (ownMin !== undefined && ownMin !== null && ownMin > max) vars.DB_POOL_MIN_SIZE = String(max);
   return vars;
 }
@@ -189,12 +191,6 @@ function poolWithin(system: System, agent: SystemAgent, environment: string): Re
 function poolSize(value: string | undefined): number | undefined | null {
   if (value === undefined || value === "") return undefined;
   return /^\s*\d+\s*$/.test(value) ? Number(value.trim()) : null;
-}
-
-function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
-  return out;
 }
 
 /** The agent's policy with its edges' APIs, or undefined when it calls nobody (its own policy stays as it is). */
