@@ -102,7 +102,8 @@ export interface CreateAppOptions {
   readonly sweepIntervalMs?: number;
   /**
    * Runs the background jobs on intervals (default true). The workerd entry turns this off and
-   * runs `App.jobs` from its cron trigger: an isolate keeps no timers between requests.
+   * runs `App.jobs` from its cron trigger: an isolate keeps no timers between requests. Off, the
+   * policy client also gives each call's deadline its own timer rather than sharing one.
    */
   readonly intervalJobs?: boolean;
   /**
@@ -214,7 +215,9 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     system: options.system ?? DEFAULT_SYSTEM_PROMPT,
     tools,
     responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
-    policyClient: policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate, exchanger, tracing, dev: settings.dev }),
+    // Timers outlive a request wherever the jobs run on intervals: the calls' deadlines share one.
+    policyClient:
+      policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate, exchanger, tracing, dev: settings.dev, sharedDeadlines: options.intervalJobs !== false }),
   };
   checkStructuredStrategy(settings, agent);
 
@@ -293,6 +296,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       if (closed) return;
       closed = true;
       for (const stop of stops) stop();
+      agent.policyClient?.close();
       await runs.drain(0);
       await store.close();
       // Last: the spans of the runs just ended go out before the export stops.

@@ -19,6 +19,7 @@ import { createTracing, NOOP_SPAN, propagationTarget, type TraceSpan, type Traci
 import { type Credential, credentialFor, exchangedCredential, plainHttpElsewhere } from "./credential.js";
 import type { ApiPolicy, Policy } from "./document.js";
 import type { TokenExchanger } from "./exchange.js";
+import { createDeadlines, Deadline, type Deadlines } from "./deadlines.js";
 import type { ApprovalGate, HeldCall, RelayRecord } from "./gate.js";
 import { matches } from "./judge.js";
 import { type JudgedRequest, judgeRequest } from "./judge-request.js";
@@ -55,6 +56,11 @@ export interface PolicyClientOptions {
   readonly propagate?: "peers" | "all" | "off";
   /** APP_ENV=dev: a credential to an A2A peer may go over plain http anywhere. */
   readonly dev?: boolean;
+  /**
+   * The calls' read deadlines on one shared timer (deadlines.ts; default false: a timer a call).
+   * Only where timers outlive a request; the client's `close()` then clears it.
+   */
+  readonly sharedDeadlines?: boolean;
 }
 
 export interface RunScope {
@@ -85,6 +91,8 @@ export interface ToolCallScope {
 export interface PolicyClient {
   /** A client for one run, then for one tool call of it. */
   forRun(scope: RunScope): (call: ToolCallScope) => PeerApiClient;
+  /** Clears the shared deadline timer (the app is closing). */
+  close(): void;
 }
 
 export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
@@ -93,13 +101,14 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
   const buckets = new Map<string, TokenBucket>();
   for (const [name, api] of policy.apis)
     if (api.limits.ratePerMinute !== undefined) buckets.set(name, new TokenBucket(api.limits.ratePerMinute, clock));
+  const deadlines = createDeadlines(options.sharedDeadlines === true);
 
   return {
     forRun(scope) {
-      const run: RunCalls = { options, tracing, buckets, scope, counts: new Map(), inflight: new Set() };
+      const run: RunCalls = { options, tracing, buckets, deadlines, scope, counts: new Map(), inflight: new Set() };
       // One listener per run, not per call: stopping the run fails every call still in flight.
       scope.signal.addEventListener("abort", () => {
-        for (const reject of run.inflight) reject(scope.signal.reason);
+        for (const call of run.inflight) call.fail(scope.signal.reason);
       }, { once: true });
       return (toolCall) => ({
         request: (apiName, request) => send(run, toolCall, apiName, request),
@@ -108,6 +117,7 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
         originWords: scope.originWords,
       });
     },
+    close: () => deadlines.close(),
   };
 }
 
@@ -120,17 +130,18 @@ interface RunCalls {
   readonly scope: RunScope;
   /** Calls this run made to each API (`max_calls_per_run`). */
   readonly counts: Map<string, number>;
-  /** The reject of each call in flight: stopping the run fails them all at once. */
-  readonly inflight: Set<(reason: unknown) => void>;
+  /** The calls in flight: stopping the run fails them all at once. */
+  readonly inflight: Set<InFlight>;
+  readonly deadlines: Deadlines;
 }
 
 /** One call, in the order that matters: every refusal is decided before anything is sent. */
 async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, request: ApiRequest, relay?: RelayRecord): Promise<ApiResponse> {
   const { options } = run;
-  const redact = [...(toolCall.redact ?? []), ...(request.redact ?? [])];
-  const judged = judgeRequest(options.policy, options.labels, apiName, redact.length > 0 ? { ...request, redact } : request);
+  const judged = judgeRequest(options.policy, options.labels, apiName, withToolRedactions(request, toolCall.redact));
   refusePlainHttpPeer(options, judged.api);
-  const hold = await holdForApproval(run, toolCall, relay ? { ...judged, held: { ...judged.held, relay } } : judged);
+  // Without a gate nothing is held (and nothing awaited): a gated call is refused right here.
+  const hold = options.gate ? await holdForApproval(run, options.gate, toolCall, relay ? { ...judged, held: { ...judged.held, relay } } : judged) : ungated(judged);
   if (hold.kind === "answered") return hold.response;
   const { api } = judged;
   let credential = credentialFor(options.tokens, api, run.scope.principal);
@@ -160,12 +171,19 @@ type Hold =
   | { readonly kind: "send"; readonly call: HeldCall; readonly approvalId: string | undefined }
   | { readonly kind: "answered"; readonly response: ApiResponse };
 
+/** The tool's own `redact=` fields and the call's, together. */
+function withToolRedactions(request: ApiRequest, fromTool: readonly string[] | undefined): ApiRequest {
+  if (fromTool === undefined || fromTool.length === 0) return request;
+  return { ...request, redact: [...fromTool, ...(request.redact ?? [])] };
+}
+
+function ungated(judged: JudgedRequest): Hold {
+  if (judged.gate) throw new ApiPolicyError(`the call needs approval (API ${judged.api.name}) and nothing here can hold it for a person; nothing was sent`);
+  return { kind: "send", call: judged.held, approvalId: undefined };
+}
+
 /** Hands the call to the gate, which pauses the run when a person has to approve it first. */
-async function holdForApproval(run: RunCalls, toolCall: ToolCallScope, judged: JudgedRequest): Promise<Hold> {
-  const { gate } = run.options;
-  if (judged.gate && !gate)
-    throw new ApiPolicyError(`the call needs approval (API ${judged.api.name}) and nothing here can hold it for a person; nothing was sent`);
-  if (!gate) return { kind: "send", call: judged.held, approvalId: undefined };
+async function holdForApproval(run: RunCalls, gate: ApprovalGate, toolCall: ToolCallScope, judged: JudgedRequest): Promise<Hold> {
   const { scope } = run;
   const outcome = await gate.hold(judged.held, judged.gate, {
     threadId: scope.threadId,
@@ -252,8 +270,22 @@ function addClientHeaders(
   return headers;
 }
 
+/** One call waiting for its answer, raced against its deadline and its run's stop. */
+class InFlight extends Deadline {
+  constructor(
+    readonly fail: (reason: unknown) => void,
+    private readonly api: string,
+  ) {
+    super();
+  }
+
+  expire(): void {
+    this.fail(new ApiCallError(`API ${this.api} did not answer within its timeout`));
+  }
+}
+
 async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Promise<ApiResponse> {
-  const { scope, inflight } = run;
+  const { scope, inflight, deadlines } = run;
   const { api } = call;
   const started = performance.now();
   const state: ExchangeState = { stopped: false, answer: undefined, status: 0 };
@@ -264,19 +296,20 @@ async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Pro
   // cost as much as the rest of the client on Node 20): when the deadline or the run's stop
   // wins, the answer's body is cancelled and the call fails at once; a connection still waiting
   // for headers is left to the runtime's own timeouts.
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let fail: ((reason: unknown) => void) | undefined;
+  let waiting: InFlight | undefined;
+  let failed = false;
   scope.signal.throwIfAborted();
   const pending = exchange(run.options.fetch, call, state);
   try {
     // One promise settles first: the answer, the deadline, or the run's stop (see RunCalls.inflight).
     return await new Promise<ApiResponse>((resolve, reject) => {
-      fail = reject;
-      timer = setTimeout(() => reject(new ApiCallError(`API ${api.name} did not answer within its timeout`)), api.timeouts.read);
-      inflight.add(reject);
+      waiting = new InFlight(reject, api.name);
+      deadlines.start(waiting, api.timeouts.read);
+      inflight.add(waiting);
       pending.then(resolve, reject);
     });
   } catch (error) {
+    failed = true;
     span.fail(scope.signal.aborted ? "cancelled" : error instanceof Error ? error.name : "Error");
     if (scope.signal.aborted) throw scope.signal.reason;
     if ((error as { code?: string }).code === "api_call") throw error;
@@ -285,12 +318,15 @@ async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Pro
     throw new ApiCallError(`the call to API ${api.name} failed before an answer arrived`, { cause: error });
   } finally {
     state.stopped = true;
-    clearTimeout(timer);
-    if (fail) inflight.delete(fail);
-    pending.catch(() => {});
-    // An answer that arrived after the deadline is dropped, not read on in the background.
-    const { answer } = state;
-    if (answer && !answer.bodyUsed && answer.body && !answer.body.locked) void answer.body.cancel().catch(() => {});
+    if (waiting) {
+      deadlines.end(waiting);
+      inflight.delete(waiting);
+    }
+    if (failed) {
+      // An answer that arrived after the deadline is dropped, not read on in the background.
+      const { answer } = state;
+      if (answer && !answer.bodyUsed && answer.body && !answer.body.locked) void answer.body.cancel().catch(() => {});
+    }
     scope.logger.info("api call", { api: api.name, method: call.method, operation: call.operation, status: state.status, duration_ms: Math.round(performance.now() - started) });
     if (state.status > 0) span.httpStatus(state.status);
     span.end();

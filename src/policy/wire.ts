@@ -52,18 +52,14 @@ export function toolHeaders(given: ApiRequest["headers"]): Record<string, string
   return headers;
 }
 
-type QueryValue = string | number | boolean;
-
 /** Query pairs in order, `_method` refused, the page-size parameter capped in every spelling. */
 export function queryPairs(query: ApiRequest["query"], pagination: { param: string; max: number } | undefined): [string, string][] {
   const pairs: [string, string][] = [];
-  for (const [key, value] of Object.entries(query ?? {})) {
-    const values: readonly QueryValue[] = Array.isArray(value) ? value : [value as QueryValue];
-    for (const v of values) {
-      if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean")
-        throw new ApiPolicyError(`query parameter ${key} must be text, a number, a boolean or a list of them`);
-      pairs.push([key, String(v)]);
-    }
+  for (const key in query) {
+    if (!Object.hasOwn(query, key)) continue;
+    const value = query[key];
+    if (Array.isArray(value)) for (const v of value as readonly unknown[]) pairs.push([key, queryValue(key, v)]);
+    else pairs.push([key, queryValue(key, value)]);
   }
   const param = pagination ? canonicalKey(pagination.param) : undefined;
   for (const pair of pairs) {
@@ -74,8 +70,18 @@ export function queryPairs(query: ApiRequest["query"], pagination: { param: stri
   return pairs;
 }
 
+function queryValue(key: string, v: unknown): string {
+  if (typeof v === "string") return v;
+  if (typeof v !== "number" && typeof v !== "boolean") throw new ApiPolicyError(`query parameter ${key} must be text, a number, a boolean or a list of them`);
+  return String(v);
+}
+
+/** A key already in its canonical spelling (most are): nothing to decode, trim, lower or drop. */
+const PLAIN_KEY = /^[a-z0-9_.-]+$/;
+
 /** A query key in every spelling a server may read alike: decoded, trimmed, lower case, `[]` dropped. */
 function canonicalKey(key: string): string {
+  if (PLAIN_KEY.test(key)) return key;
   let k = key;
   if (k.includes("%")) {
     try {
@@ -90,8 +96,9 @@ function canonicalKey(key: string): string {
 }
 
 export function queryString(pairs: readonly (readonly [string, string])[]): string {
-  if (pairs.length === 0) return "";
-  return `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join("&")}`;
+  let out = "";
+  for (const [k, v] of pairs) out += `${out === "" ? "?" : "&"}${encodeURIComponent(k)}=${encodeURIComponent(v)}`;
+  return out;
 }
 
 /** Refuses a JSON body that asks for a method override. */

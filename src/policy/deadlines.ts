@@ -1,0 +1,96 @@
+/**
+ * The read deadlines of a policy client's calls in flight (CONTRACT 5: one deadline for a call's
+ * whole answer). Two ways to keep them:
+ *
+ * - shared (where timers outlive a request: Node, Bun, Deno): one timer armed for the earliest
+ *   deadline. A call that ends leaves it as it is; once due, it fails the calls past their
+ *   deadline and arms itself for the next one, or stops when none is left. On Node, arming and
+ *   clearing a timer for each call cost about 10 µs a call on a loopback upstream, a quarter of
+ *   what the client added to a bare fetch.
+ * - one timer a call (a worker runtime, where a timer belongs to the request that set it and a
+ *   shared one could fire in a request that has ended).
+ */
+
+/** One call's deadline: `expire()` runs once it passed, unless the call ended first. */
+export abstract class Deadline {
+  /** `performance.now()` when the call's deadline passes (shared timer only). */
+  at = 0;
+  /** The call's own timer (one timer a call only). */
+  timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  abstract expire(): void;
+}
+
+export interface Deadlines {
+  /** `deadline.expire()` runs once `ms` have passed, unless `end(deadline)` comes first. */
+  start(deadline: Deadline, ms: number): void;
+  end(deadline: Deadline): void;
+  /** Clears the timer (the app is closing): no deadline expires after this. */
+  close(): void;
+}
+
+export function createDeadlines(shared: boolean): Deadlines {
+  return shared ? new SharedDeadlines() : ownTimers;
+}
+
+const ownTimers: Deadlines = {
+  start(deadline, ms) {
+    deadline.timer = setTimeout(expire, ms, deadline);
+  },
+  end(deadline) {
+    clearTimeout(deadline.timer);
+  },
+  close() {},
+};
+
+function expire(deadline: Deadline): void {
+  deadline.expire();
+}
+
+class SharedDeadlines implements Deadlines {
+  private readonly pending = new Set<Deadline>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the timer fires (Infinity: not armed). */
+  private armedAt = Infinity;
+
+  start(deadline: Deadline, ms: number): void {
+    deadline.at = performance.now() + ms;
+    this.pending.add(deadline);
+    if (deadline.at < this.armedAt) this.arm(deadline.at);
+  }
+
+  end(deadline: Deadline): void {
+    this.pending.delete(deadline);
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedAt = Infinity;
+    this.pending.clear();
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.armedAt = at;
+    // Whole milliseconds, never early: a timer due a fraction early looks again 1 ms later.
+    this.timer = setTimeout(fire, Math.max(1, Math.ceil(at - performance.now())), this);
+  }
+
+  due(): void {
+    this.timer = undefined;
+    this.armedAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const deadline of this.pending) {
+      if (deadline.at <= now) {
+        this.pending.delete(deadline);
+        deadline.expire();
+      } else if (deadline.at < next) next = deadline.at;
+    }
+    if (next !== Infinity && next < this.armedAt) this.arm(next);
+  }
+}
+
+function fire(deadlines: SharedDeadlines): void {
+  deadlines.due();
+}
