@@ -11,9 +11,15 @@
  *   shared one could fire in a request that has ended).
  */
 
+/**
+ * The longest delay a timer takes (2^31 - 1 ms, about 24.8 days): a longer one fires at once on
+ * Node and workerd. A deadline further off is waited for in steps of at most this.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** One call's deadline: `expire()` runs once it passed, unless the call ended first. */
 export abstract class Deadline {
-  /** `performance.now()` when the call's deadline passes (shared timer only). */
+  /** `performance.now()` when the call's deadline passes. */
   at = 0;
   /** The call's own timer (one timer a call only). */
   timer: ReturnType<typeof setTimeout> | undefined = undefined;
@@ -34,7 +40,8 @@ export function createDeadlines(shared: boolean): Deadlines {
 
 const ownTimers: Deadlines = {
   start(deadline, ms) {
-    deadline.timer = setTimeout(expire, ms, deadline);
+    deadline.at = performance.now() + ms;
+    deadline.timer = setTimeout(expire, Math.min(ms, MAX_TIMER_MS), deadline);
   },
   end(deadline) {
     clearTimeout(deadline.timer);
@@ -43,7 +50,10 @@ const ownTimers: Deadlines = {
 };
 
 function expire(deadline: Deadline): void {
-  deadline.expire();
+  const left = deadline.at - performance.now();
+  // A deadline beyond the longest timer (or a timer due a fraction early) waits on.
+  if (left >= 1) deadline.timer = setTimeout(expire, Math.min(Math.ceil(left), MAX_TIMER_MS), deadline);
+  else deadline.expire();
 }
 
 class SharedDeadlines implements Deadlines {
@@ -73,7 +83,7 @@ class SharedDeadlines implements Deadlines {
     clearTimeout(this.timer);
     this.armedAt = at;
     // Whole milliseconds, never early: a timer due a fraction early looks again 1 ms later.
-    this.timer = setTimeout(fire, Math.max(1, Math.ceil(at - performance.now())), this);
+    this.timer = setTimeout(fire, Math.min(Math.max(1, Math.ceil(at - performance.now())), MAX_TIMER_MS), this);
   }
 
   due(): void {

@@ -49,6 +49,20 @@ describe("call deadlines", () => {
       expect(vi.getTimerCount()).toBe(0);
     });
 
+    it("a deadline beyond the longest timer (2^31 - 1 ms) waits it out instead of firing at once", () => {
+      const deadlines = createDeadlines(shared);
+      const t0 = performance.now();
+      const far = new Noted("far", log);
+      deadlines.start(far, 3_000_000_000);
+      vi.advanceTimersByTime(1000);
+      expect(log).toEqual([]);
+      vi.advanceTimersByTime(2 ** 31);
+      expect(log).toEqual([]);
+      vi.advanceTimersByTime(3_000_000_000);
+      expect(log).toEqual(["far"]);
+      expect(far.expiredAt! - t0).toBe(3_000_000_000);
+    });
+
     it("a call that ended never expires, and close() leaves nothing to expire", () => {
       const deadlines = createDeadlines(shared);
       const ended = new Noted("ended", log);
