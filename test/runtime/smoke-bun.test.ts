@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { entryStarter, killSpawned, startEntry, stopEntry } from "../support/service-process.js";
+import { expectHangingCallsToTimeOut } from "./hanging-call.js";
 import { describeSmoke } from "./smoke.js";
 import { smokeSchema } from "./smoke-postgres.js";
 import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
@@ -26,6 +27,10 @@ it("the suite runs what `npm run start:bun` runs: the built bun entry, which exi
 });
 
 describeSmoke("bun, memory", entryStarter("bun"));
+
+it("calls to an API that never answers fail at its read timeout, one after another (the calls' shared deadline timer)", async () => {
+  await expectHangingCallsToTimeOut("bun");
+}, 30_000);
 
 it("a stream that says nothing for longer than Bun's default idle timeout (10 s; Bun cuts such a stream at about 12 s) stays open to its end", async () => {
   // dist/bun.js serves with idleTimeout 0: the heartbeat (here every 30 s, so none comes) and the

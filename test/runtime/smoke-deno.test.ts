@@ -4,6 +4,7 @@
  */
 import { afterAll, expect, it } from "vitest";
 import { entryStarter, killSpawned } from "../support/service-process.js";
+import { expectHangingCallsToTimeOut } from "./hanging-call.js";
 import { describeSmoke } from "./smoke.js";
 import { smokeSchema } from "./smoke-postgres.js";
 import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
@@ -20,6 +21,10 @@ it("the suite runs what `npm run start:deno` runs: the built deno entry, which e
 });
 
 describeSmoke("deno, memory", entryStarter("deno"));
+
+it("calls to an API that never answers fail at its read timeout, one after another (the calls' shared deadline timer)", async () => {
+  await expectHangingCallsToTimeOut("deno");
+}, 30_000);
 
 const pg = smokeSchema("smoke_deno");
 describeSmoke("deno, postgres", entryStarter("deno", pg.env));

@@ -5,6 +5,7 @@
  */
 import { afterAll, expect, it } from "vitest";
 import { entryStarter, killSpawned } from "../support/service-process.js";
+import { expectHangingCallsToTimeOut } from "./hanging-call.js";
 import { describeSmoke } from "./smoke.js";
 import { smokeSchema } from "./smoke-postgres.js";
 import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
@@ -21,6 +22,10 @@ it("the suite runs what `npm start` runs: the built node entry, which exists", (
 });
 
 describeSmoke("node, memory", entryStarter("node"));
+
+it("calls to an API that never answers fail at its read timeout, one after another (the calls' shared deadline timer)", async () => {
+  await expectHangingCallsToTimeOut("node");
+}, 30_000);
 
 const pg = smokeSchema("smoke_node");
 describeSmoke("node, postgres", entryStarter("node", pg.env));
