@@ -296,8 +296,9 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       if (closed) return;
       closed = true;
       for (const stop of stops) stop();
-      agent.policyClient?.close();
       await runs.drain(0);
+      // After the runs: a call still in flight while they stop keeps its deadline.
+      agent.policyClient?.close();
       await store.close();
       // Last: the spans of the runs just ended go out before the export stops.
       await traces.shutdown();
