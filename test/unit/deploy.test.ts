@@ -7,6 +7,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import semver from "semver";
 import { parseAllDocuments } from "yaml";
 import { parseSettings } from "../../src/settings/parse.js";
 import { settingsShape } from "../../src/settings/schema.js";
@@ -157,6 +158,20 @@ describe("Dockerfile", () => {
     for (const from of all.filter((i) => i.op === "FROM")) {
       const major = Number(/^node:(\d+)/.exec(from.args)?.[1]);
       expect(major, from.args).toBeGreaterThanOrEqual(min);
+    }
+  });
+
+  it("its base image's Node is one every production dependency supports (engines.node in the lock)", () => {
+    // node:<major> pulls the newest release of that line; its first release (<major>.0.0) is
+    // what any build of the image at least gets, so it is the one checked. npm only warns on a
+    // mismatch (EBADENGINE), and a package that needs a newer Node fails at run time instead.
+    const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as { packages: Record<string, { dev?: boolean; engines?: { node?: string } }> };
+    const production = Object.entries(lock.packages).filter(([path, p]) => path !== "" && !p.dev && typeof p.engines?.node === "string");
+    expect(production.length).toBeGreaterThan(0);
+    for (const from of all.filter((i) => i.op === "FROM")) {
+      const release = `${Number(/^node:(\d+)/.exec(from.args)?.[1])}.0.0`;
+      const unmet = production.filter(([, p]) => !semver.satisfies(release, p.engines!.node!)).map(([path, p]) => `${path} (${p.engines!.node})`);
+      expect(unmet, `${from.args}: Node ${release}`).toEqual([]);
     }
   });
 
