@@ -145,6 +145,9 @@ export class RecordedSpan implements Span, ExportSpan {
   private attributeCount = 0;
   private readonly startMs: number;
   private endMs = 0;
+  /** The wall clock and the monotonic clock read together when the span was made (see spanNow). */
+  private readonly anchorWall: number;
+  private readonly anchorPerf: number;
   private readonly sink: EndedSpans;
   /** An HrTime given for the start or end, kept exactly (milliseconds would round the nanoseconds). */
   private startHr: HrTime | undefined;
@@ -162,8 +165,10 @@ export class RecordedSpan implements Span, ExportSpan {
     this.resource = o.resource;
     this.instrumentationScope = o.scope;
     this.sink = o.ended;
+    this.anchorPerf = performance.now();
+    this.anchorWall = Date.now();
     const start = options.startTime;
-    this.startMs = start === undefined ? nowMs() : toMs(start);
+    this.startMs = start === undefined ? this.anchorWall : this.toMs(start);
     if (Array.isArray(start)) this.startHr = start;
     if (options.attributes) this.setAttributes(options.attributes);
     if (options.links) this.addLinks(options.links);
@@ -213,7 +218,7 @@ export class RecordedSpan implements Span, ExportSpan {
       events.shift();
       this.droppedEventsCount++;
     }
-    events.push({ name, time: msToHrTime(time === undefined ? nowMs() : toMs(time)), attributes });
+    events.push({ name, time: msToHrTime(time === undefined ? this.nowMs() : this.toMs(time)), attributes });
     return this;
   }
 
@@ -247,13 +252,30 @@ export class RecordedSpan implements Span, ExportSpan {
 
   end(endTime?: TimeInput): void {
     if (this.ended) return;
-    const end = endTime === undefined ? nowMs() : toMs(endTime);
+    const end = endTime === undefined ? this.nowMs() : this.toMs(endTime);
     // An end before the start is read as the start (the SDK's rule: no negative durations).
     this.endMs = Math.max(this.startMs, end);
     if (Array.isArray(endTime) && end >= this.startMs) this.endHr = endTime;
     else if (end < this.startMs) this.endHr = this.startHr;
     this.ended = true;
     this.sink.onEnd(this);
+  }
+
+  /**
+   * Now, in epoch milliseconds, as the SDK's spans read it: the wall clock when the span was made
+   * plus the monotonic time since. The time origin plus performance.now() alone drifts from the
+   * wall clock over a long-lived process (the monotonic clock is not stepped or slewed with it),
+   * and spans would then be stamped off the time their logs carry.
+   */
+  private nowMs(): number {
+    return this.anchorWall + (performance.now() - this.anchorPerf);
+  }
+
+  /** A TimeInput in epoch milliseconds: an HrTime, a Date, or a number (since the epoch, or a performance.now() reading when smaller, as the SDK reads it). */
+  private toMs(time: TimeInput): number {
+    if (Array.isArray(time)) return time[0] * 1000 + time[1] / 1e6;
+    if (time instanceof Date) return time.getTime();
+    return time <= performance.now() ? this.anchorWall + (time - this.anchorPerf) : time;
   }
 
   isRecording(): boolean {
@@ -291,22 +313,8 @@ function copyAttributes(attributes: Attributes): Attributes {
   return out;
 }
 
-// Time: milliseconds since the epoch from the monotonic clock (what the SDK reads too), as HrTime on export.
-const ORIGIN = performance.timeOrigin;
-
-function nowMs(): number {
-  return ORIGIN + performance.now();
-}
-
 function isTimeInput(value: unknown): value is TimeInput {
   return typeof value === "number" || value instanceof Date || (Array.isArray(value) && value.length === 2 && typeof value[0] === "number");
-}
-
-/** A TimeInput in epoch milliseconds: an HrTime, a Date, or a number (since the epoch, or since the time origin when smaller, as the SDK reads it). */
-function toMs(time: TimeInput): number {
-  if (Array.isArray(time)) return time[0] * 1000 + time[1] / 1e6;
-  if (time instanceof Date) return time.getTime();
-  return time <= performance.now() ? ORIGIN + time : time;
 }
 
 function msToHrTime(ms: number): HrTime {

@@ -2,7 +2,7 @@ import { context, type Span, SpanKind, SpanStatusCode, trace, TraceFlags } from 
 import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createSpanRecorder, type RecordedSpan, type SamplerName, samplerChoice } from "../../src/observability/span-recorder.js";
 import { parseTraceparent } from "../../src/observability/trace-context.js";
 
@@ -128,6 +128,36 @@ describe("the span recorder", () => {
     expect([given.startTime, given.endTime, given.duration]).toEqual([[1_764_000_000, 123_456_789], [1_764_000_001, 5], [0, 876_543_216]]);
     tracer.startSpan("backwards", { startTime: new Date(2_000_000_000_000) }).end(new Date(1_000_000_000_000));
     expect(ended[2]!.endTime).toEqual(ended[2]!.startTime);
+  });
+
+  it("times follow the wall clock when the monotonic clock has drifted from it (a long-lived process), as the SDK's do", () => {
+    const { tracer, ended } = recorder();
+    // The time origin plus performance.now() five seconds ahead of Date.now().
+    const monotonic = performance.now.bind(performance);
+    const drifted = vi.spyOn(performance, "now").mockImplementation(() => monotonic() + 5_000);
+    try {
+      const before = Date.now();
+      const s = tracer.startSpan("drifted");
+      s.addEvent("now");
+      s.addEvent("a performance reading", performance.now());
+      s.end();
+      const after = Date.now();
+      const r = ended[0]!;
+      expect(hrMs(r.startTime)).toBeGreaterThanOrEqual(before);
+      expect(hrMs(r.endTime)).toBeLessThanOrEqual(after + 1);
+      for (const e of r.events) {
+        expect(hrMs(e.time)).toBeGreaterThanOrEqual(hrMs(r.startTime));
+        expect(hrMs(e.time)).toBeLessThanOrEqual(hrMs(r.endTime));
+      }
+      // A span given a performance reading as its start is placed by the same clocks.
+      const t = performance.now() - 250;
+      tracer.startSpan("earlier", { startTime: t }).end();
+      const earlier = ended[1]!;
+      expect(hrMs(earlier.startTime)).toBeGreaterThanOrEqual(before - 250 - 1);
+      expect(hrMs(earlier.startTime)).toBeLessThanOrEqual(Date.now() - 250 + 1);
+    } finally {
+      drifted.mockRestore();
+    }
   });
 
   it("startActiveSpan hands the function its span and returns its result, in each of the API's forms", () => {
