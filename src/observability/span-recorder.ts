@@ -145,7 +145,7 @@ export class RecordedSpan implements Span, ExportSpan {
   private attributeCount = 0;
   private readonly startMs: number;
   private endMs = 0;
-  /** The wall clock and the monotonic clock read together when the span was made (see spanNow). */
+  /** The wall clock and the monotonic clock read together when the span was made (see nowMs). */
   private readonly anchorWall: number;
   private readonly anchorPerf: number;
   private readonly sink: EndedSpans;
@@ -264,7 +264,7 @@ export class RecordedSpan implements Span, ExportSpan {
   /**
    * Now, in epoch milliseconds, as the SDK's spans read it: the wall clock when the span was made
    * plus the monotonic time since. The time origin plus performance.now() alone drifts from the
-   * wall clock over a long-lived process (the monotonic clock is not stepped or slewed with it),
+   * wall clock over a long-lived process (the monotonic clock is not stepped with it, as NTP steps it),
    * and spans would then be stamped off the time their logs carry.
    */
   private nowMs(): number {
