@@ -264,8 +264,8 @@ export class RecordedSpan implements Span, ExportSpan {
   /**
    * Now, in epoch milliseconds, as the SDK's spans read it: the wall clock when the span was made
    * plus the monotonic time since. The time origin plus performance.now() alone drifts from the
-   * wall clock over a long-lived process (the monotonic clock is not stepped with it, as NTP steps it),
-   * and spans would then be stamped off the time their logs carry.
+   * wall clock over a long-lived process (NTP steps the wall clock, not the monotonic one), and
+   * spans would then be stamped off the time their logs carry.
    */
   private nowMs(): number {
     return this.anchorWall + (performance.now() - this.anchorPerf);
