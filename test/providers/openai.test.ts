@@ -247,6 +247,35 @@ describe("openai provider, specifics of each wire format", () => {
       { type: "function_call_output", call_id: "call_b", output: "boom" },
     ]);
   });
+
+  // Some servers that speak these protocols send a call's arguments as a JSON object rather than
+  // the JSON text the protocol defines: the call reaches the loop as that object's JSON text,
+  // never as "[object Object]" or as a non-string the loop cannot read.
+  it("chat completions: arguments sent as an object are read as their JSON text", async () => {
+    upstream.handler = (_r, res) =>
+      sse(res, [
+        chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "get_weather", arguments: { city: "Oslo" } } }] }),
+        chunk(null, { prompt_tokens: 20, completion_tokens: 9, total_tokens: 29 }),
+        "data: [DONE]\n\n",
+      ]);
+    const events = await collect(model().stream(request([user])));
+    expect(events).toContainEqual({ type: "tool_call", id: "call_a", name: "get_weather", arguments: '{"city":"Oslo"}' });
+  });
+
+  it("responses API: arguments sent as an object are read as their JSON text", async () => {
+    upstream.handler = (_r, res) =>
+      sse(res, [
+        ev("response.created", { response: { id: "resp_1", object: "response", status: "in_progress", output: [] } }),
+        ev("response.output_item.done", { output_index: 0, item: { ...fnItem("fc_1", "call_a", "get_weather", ""), arguments: { city: "Oslo" } } }),
+        ev("response.output_item.done", { output_index: 1, item: { ...fnItem("fc_2", "call_b", "get_time", ""), arguments: undefined } }),
+        completed(20, 9),
+      ]);
+    const events = await collect(model({ useResponsesApi: true }).stream(request([user])));
+    expect(events.filter((e) => e.type === "tool_call")).toEqual([
+      { type: "tool_call", id: "call_a", name: "get_weather", arguments: '{"city":"Oslo"}' },
+      { type: "tool_call", id: "call_b", name: "get_time", arguments: "" },
+    ]);
+  });
 });
 
 describe("openai provider, retries", () => {

@@ -155,7 +155,7 @@ async function* streamChat(client: OpenAI, options: OpenAIModelOptions, request:
           if (!call) calls.set(piece.index, (call = { id: "", name: "", arguments: "" }));
           if (piece.id) call.id = piece.id;
           if (piece.function?.name) call.name += piece.function.name;
-          if (piece.function?.arguments) call.arguments += piece.function.arguments;
+          if (piece.function?.arguments) call.arguments += argumentsText(piece.function.arguments);
         }
       }
     }
@@ -228,7 +228,7 @@ async function* streamResponses(client: OpenAI, options: OpenAIModelOptions, req
           break;
         case "response.output_item.done":
           if (event.item.type === "function_call")
-            yield { type: "tool_call", id: event.item.call_id, name: event.item.name, arguments: event.item.arguments };
+            yield { type: "tool_call", id: event.item.call_id, name: event.item.name, arguments: argumentsText(event.item.arguments) };
           break;
         case "response.completed":
         case "response.incomplete": {
@@ -262,4 +262,14 @@ function responseInput(messages: readonly Message[]): ResponseInputItem[] {
     }
   }
   return out;
+}
+
+/**
+ * A call's arguments as the text the protocol defines. Some servers that speak it send a JSON
+ * object instead: that object's JSON text, not "[object Object]" (nor a non-string the loop
+ * cannot read); nothing sent reads as no arguments.
+ */
+function argumentsText(value: unknown): string {
+  if (typeof value === "string") return value;
+  return value === undefined || value === null ? "" : JSON.stringify(value);
 }
