@@ -174,6 +174,16 @@ describe("gemini provider", () => {
     expect(again.map((c) => c.id)).not.toContain(calls[0]!.id);
   });
 
+  it("fails the turn as a malformed answer when a functionCall has no name", async () => {
+    upstream.handler = (_r, res) => sse(res, [chunk([{ functionCall: { args: { city: "Oslo" } } }], { prompt: 20, out: 9 })]);
+    const error = await collect(model().stream(request([user]))).then(
+      () => undefined,
+      (e: unknown) => e as Error & { code?: string },
+    );
+    expect(error?.code).toBe("model_error");
+    expect(error?.message).toBe("gemini request failed: malformed response");
+  });
+
   it("Gemini 3: replays the thought signature it received, else Google's skip value on the first call", async () => {
     upstream.handler = (_r, res, attempt) =>
       sse(

@@ -278,6 +278,25 @@ describe("openai provider, specifics of each wire format", () => {
   });
 });
 
+describe("openai provider, a tool call without a name", () => {
+  it.each([
+    [
+      "chat completions",
+      false,
+      () => [chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_a", type: "function", function: { arguments: "{}" } }] }), "data: [DONE]\n\n"],
+    ],
+    ["responses API", true, () => [ev("response.output_item.done", { output_index: 0, item: fnItem("fc_1", "call_a", "", "{}") }), completed(20, 9)]],
+  ])("%s: fails the turn as a model error", async (_mode, useResponsesApi, events) => {
+    upstream.handler = (_r, res) => sse(res, events());
+    const error = await collect(model({ useResponsesApi }).stream(request([user]))).then(
+      () => undefined,
+      (e: unknown) => e as Error & { code?: string },
+    );
+    expect(error?.code).toBe("model_error");
+    expect(error?.message).toMatch(/^openai request failed: tool call (0 )?without a name$/);
+  });
+});
+
 describe("openai provider, retries", () => {
   it(`waits what Retry-After asks before a retry, but at most ${MAX_BACKOFF_MS} ms`, async () => {
     upstream.handler = (_r, res, attempt) => {

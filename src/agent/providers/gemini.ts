@@ -130,6 +130,8 @@ export function createGeminiModel(options: ProviderOptions): Model {
           const parts = chunk.candidates?.[0]?.content?.parts ?? [];
           for (const part of parts) {
             if (part.functionCall) {
+              // A call the loop could not name, nor send back in the next turn.
+              if (typeof part.functionCall.name !== "string" || part.functionCall.name === "") throw new ModelError("gemini request failed: malformed response");
               const id = part.functionCall.id || `call_${randomId()}_${++seq}`;
               if (part.thoughtSignature) rememberSignature(id, part.thoughtSignature);
               yield { type: "tool_call", id, name: part.functionCall.name, arguments: JSON.stringify(part.functionCall.args ?? {}) };

@@ -227,8 +227,10 @@ async function* streamResponses(client: OpenAI, options: OpenAIModelOptions, req
           if (event.delta) yield { type: "text", text: event.delta };
           break;
         case "response.output_item.done":
-          if (event.item.type === "function_call")
+          if (event.item.type === "function_call") {
+            if (!event.item.name) throw new ModelError("tool call without a name");
             yield { type: "tool_call", id: event.item.call_id, name: event.item.name, arguments: argumentsText(event.item.arguments) };
+          }
           break;
         case "response.completed":
         case "response.incomplete": {
