@@ -276,6 +276,15 @@ describe("openai provider, specifics of each wire format", () => {
       { type: "tool_call", id: "call_b", name: "get_time", arguments: "" },
     ]);
   });
+
+  it("responses API: a function call without a call id gets one of its own, as in chat completions", async () => {
+    upstream.handler = (_r, res) =>
+      sse(res, [ev("response.output_item.done", { output_index: 0, item: { ...fnItem("fc_1", "", "get_weather", '{"city":"Oslo"}'), call_id: undefined } }), completed(20, 9)]);
+    const calls = (await collect(model({ useResponsesApi: true }).stream(request([user])))).filter((e) => e.type === "tool_call");
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ name: "get_weather", arguments: '{"city":"Oslo"}' });
+    expect(calls[0]!.type === "tool_call" && calls[0]!.id).toMatch(/^call_[0-9a-f-]{36}$/);
+  });
 });
 
 describe("openai provider, a tool call without a name", () => {

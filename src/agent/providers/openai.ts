@@ -229,7 +229,7 @@ async function* streamResponses(client: OpenAI, options: OpenAIModelOptions, req
         case "response.output_item.done":
           if (event.item.type === "function_call") {
             if (!event.item.name) throw new ModelError("tool call without a name");
-            yield { type: "tool_call", id: event.item.call_id, name: event.item.name, arguments: argumentsText(event.item.arguments) };
+            yield { type: "tool_call", id: event.item.call_id || `call_${crypto.randomUUID()}`, name: event.item.name, arguments: argumentsText(event.item.arguments) };
           }
           break;
         case "response.completed":
