@@ -4,11 +4,12 @@
  * after it are the ones only this provider has.
  */
 import { describe, expect, it } from "vitest";
+import { hasCode } from "../../src/errors.js";
 import type { ModelRequest, ProviderOptions } from "../../src/agent/model.js";
 import { createGeminiModel } from "../../src/agent/providers/gemini.js";
 import type { Message } from "../../src/store/ports.js";
 import { describeProviderContract } from "./contract.js";
-import { collect, conversation, loopbackUpstream, request as baseRequest, sse, timeTool, weatherTool } from "./support.js";
+import { collect, conversation, failure, loopbackUpstream, request as baseRequest, sse, timeTool, weatherTool } from "./support.js";
 
 const API_KEY = "AIza-loopback-test-key";
 
@@ -176,12 +177,9 @@ describe("gemini provider", () => {
 
   it("fails the turn as a malformed answer when a functionCall has no name", async () => {
     upstream.handler = (_r, res) => sse(res, [chunk([{ functionCall: { args: { city: "Oslo" } } }], { prompt: 20, out: 9 })]);
-    const error = await collect(model().stream(request([user]))).then(
-      () => undefined,
-      (e: unknown) => e as Error & { code?: string },
-    );
-    expect(error?.code).toBe("model_error");
-    expect(error?.message).toBe("gemini request failed: malformed response");
+    const error = await failure(collect(model().stream(request([user]))));
+    expect(hasCode(error, "model_error")).toBe(true);
+    expect(error.message).toBe("gemini request failed: malformed response");
   });
 
   it("Gemini 3: replays the thought signature it received, else Google's skip value on the first call", async () => {

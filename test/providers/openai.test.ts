@@ -5,10 +5,11 @@
  * here are the ones only this provider has.
  */
 import { describe, expect, it } from "vitest";
+import { hasCode } from "../../src/errors.js";
 import { MAX_BACKOFF_MS } from "../../src/agent/providers/attempt.js";
 import { createOpenAIModel, type OpenAIModelOptions } from "../../src/agent/providers/openai.js";
 import { describeProviderContract } from "./contract.js";
-import { collect, conversation, loopbackUpstream, request, sse } from "./support.js";
+import { collect, conversation, failure, loopbackUpstream, request, sse } from "./support.js";
 
 const API_KEY = "sk-loopback-test-key";
 
@@ -297,12 +298,9 @@ describe("openai provider, a tool call without a name", () => {
     ["responses API", true, () => [ev("response.output_item.done", { output_index: 0, item: fnItem("fc_1", "call_a", "", "{}") }), completed(20, 9)]],
   ])("%s: fails the turn as a model error", async (_mode, useResponsesApi, events) => {
     upstream.handler = (_r, res) => sse(res, events());
-    const error = await collect(model({ useResponsesApi }).stream(request([user]))).then(
-      () => undefined,
-      (e: unknown) => e as Error & { code?: string },
-    );
-    expect(error?.code).toBe("model_error");
-    expect(error?.message).toMatch(/^openai request failed: tool call (0 )?without a name$/);
+    const error = await failure(collect(model({ useResponsesApi }).stream(request([user]))));
+    expect(hasCode(error, "model_error")).toBe(true);
+    expect(error.message).toMatch(/^openai request failed: tool call (0 )?without a name$/);
   });
 });
 
