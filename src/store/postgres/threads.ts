@@ -85,13 +85,17 @@ export function createThreadStore(sql: Sql, guard: Guard): ThreadStore {
         ? await sql`SELECT message FROM messages WHERE thread_id = ${id} ORDER BY seq DESC LIMIT ${page.limit}`
         : await sql`
             WITH a AS (SELECT seq FROM messages WHERE (message->>'id') = ${anchor} AND thread_id = ${id})
-            SELECT NULL::jsonb AS message, 0::bigint AS seq FROM a
-            UNION ALL (
-              SELECT m.message, m.seq FROM messages m, a
-              WHERE m.thread_id = ${id} AND ${page.before !== undefined ? sql`m.seq < a.seq` : sql`m.seq > a.seq`}
-              ORDER BY m.seq ${page.before !== undefined ? sql`DESC` : sql`ASC`} LIMIT ${page.limit})`;
+            SELECT message FROM (
+              SELECT NULL::jsonb AS message, 0::bigint AS seq FROM a
+              UNION ALL (
+                SELECT m.message, m.seq FROM messages m, a
+                WHERE m.thread_id = ${id} AND ${page.before !== undefined ? sql`m.seq < a.seq` : sql`m.seq > a.seq`}
+                ORDER BY m.seq ${page.before !== undefined ? sql`DESC` : sql`ASC`} LIMIT ${page.limit})
+            ) u
+            ORDER BY (message IS NOT NULL), seq ${page.before !== undefined ? sql`DESC` : sql`ASC`}`;
       if (anchor === undefined) return rows.map((r) => r.message as Message).reverse();
-      // The first row marks that the anchor exists; the page follows it.
+      // The first row marks that the anchor exists; the page follows it. Sorted so by the outer
+      // ORDER BY: UNION ALL alone does not promise to keep its branches in order.
       if (rows.length === 0) return null;
       const page$ = rows.slice(1).map((r) => r.message as Message);
       return page.before !== undefined ? page$.reverse() : page$;
