@@ -7,18 +7,21 @@
  * next user message (the answer, tool calls and their results, so a call is never separated from
  * its result). The newest whole turns whose size fits the budget are sent; older turns are left
  * out, and the system prompt then says so. The current turn is always sent whole, even when it
- * alone is over the budget. Sizes are estimated, as the fake model counts tokens: a quarter of
- * the characters of the content and tool calls (rounded up), plus 4 per message.
+ * alone is over the budget, and so is the turn before it when the step limit ended that turn (a
+ * `continue` resumes its work). Sizes are estimated, as the fake model counts tokens: a quarter of
+ * the characters (code points) of the content and tool calls (rounded up), plus 4 per message.
  */
+import { codePointLength } from "../json.js";
 import type { Message } from "../store/ports.js";
+import { STEP_LIMIT_REPLY } from "./loop.js";
 
 /** Told to the model (after the system prompt) when older turns are left out. */
 export const HISTORY_CUT_NOTE = "Earlier turns of this conversation are not shown here.";
 
 /** The estimated tokens of one message. */
 export function messageTokens(m: Message): number {
-  let chars = m.content.length;
-  if (m.role === "assistant" && m.tool_calls) for (const c of m.tool_calls) chars += c.name.length + JSON.stringify(c.args).length;
+  let chars = codePointLength(m.content);
+  if (m.role === "assistant" && m.tool_calls) for (const c of m.tool_calls) chars += codePointLength(c.name) + codePointLength(JSON.stringify(c.args));
   return Math.ceil(chars / 4) + 4;
 }
 
@@ -30,13 +33,23 @@ export function messageTokens(m: Message): number {
 export function windowHistory(messages: readonly Message[], budget: number): { messages: Message[]; cut: boolean } {
   let tokens = 0;
   let start = -1;
+  let kept = 0;
+  let mustKeep = 1;
   for (let i = messages.length - 1; i >= 0; i--) {
     tokens += messageTokens(messages[i]!);
     if (messages[i]!.role !== "user") continue;
-    // The newest turn is kept whatever its size; an older one only while the total fits.
-    if (start >= 0 && tokens > budget) break;
+    // The newest turn is kept whatever its size, and so is a turn the step limit stopped just
+    // before it (its `continue` resumes that work); an older one only while the total fits.
+    if (kept >= mustKeep && tokens > budget) break;
+    if (kept === 0 && stoppedAtStepLimit(messages[i - 1])) mustKeep = 2;
     start = i;
+    kept++;
   }
   if (start <= 0) return { messages: messages.slice(), cut: false };
   return { messages: messages.slice(start), cut: true };
+}
+
+/** The closing reply of a turn the step limit ended (agent/loop.ts writes it). */
+function stoppedAtStepLimit(m: Message | undefined): boolean {
+  return m?.role === "assistant" && m.content.endsWith(STEP_LIMIT_REPLY);
 }

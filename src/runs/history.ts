@@ -12,8 +12,10 @@ const FIRST_PAGE = 64;
 /** The newest messages of the thread, enough to fill `budget` with whole turns; `whole` when that is the entire thread. */
 export async function readHistory(store: Store, threadId: string, budget: number): Promise<{ messages: Message[]; whole: boolean }> {
   for (let limit = FIRST_PAGE; ; limit *= 4) {
-    const page = (await store.getMessagePage(threadId, { limit })) ?? [];
-    if (page.length < limit) return { messages: page, whole: true };
+    // One message more than the page: a thread of exactly `limit` messages is read whole.
+    const got = (await store.getMessagePage(threadId, { limit: limit + 1 })) ?? [];
+    if (got.length <= limit) return { messages: got, whole: true };
+    const page = got.slice(1);
     if (passesBudget(page, budget)) return { messages: page, whole: false };
   }
 }

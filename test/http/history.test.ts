@@ -7,12 +7,16 @@
  * prompt says when earlier turns are left out.
  */
 import { describe, expect, it } from "vitest";
+import { HISTORY_CUT_NOTE } from "../../src/agent/history.js";
+import type { Model, ModelRequest } from "../../src/agent/model.js";
+import { createFakeModel } from "../../src/agent/providers/fake.js";
 import { defineTool } from "../../src/index.js";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import type { Store } from "../../src/store/ports.js";
-import { makeApp, parseSse, post } from "../helpers.js";
+import { chat, makeApp, parseSse, post } from "../helpers.js";
 import { loopbackUpstream, sse } from "../providers/support.js";
+import { createOrder, ordersPolicy } from "../support/orders.js";
 
 const model = loopbackUpstream({ basePath: "/v1" });
 
@@ -123,6 +127,70 @@ describe("the history budget", () => {
       const last = model.requests.at(-1)!.body as { messages: { role: string; content: string }[] };
       expect(last.messages.slice(1)).toEqual([{ role: "user", content: long }]);
       expect(last.messages[0]!.content).toContain("Earlier turns of this conversation are not shown here.");
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+/** The fake model, recording what each turn is sent (the run goes on appending to its messages, so they are copied). */
+function recordingFake(): { model: Model; sent: Pick<ModelRequest, "system" | "messages">[] } {
+  const fake = createFakeModel();
+  const sent: Pick<ModelRequest, "system" | "messages">[] = [];
+  return { sent, model: { ...fake, stream: (request) => (sent.push({ system: request.system, messages: [...request.messages] }), fake.stream(request)) } };
+}
+
+describe("the history budget's edges", () => {
+  it("counts characters as code points: a turn of emoji that fits is sent, and no note says otherwise", async () => {
+    const { model, sent } = recordingFake();
+    const app = await makeApp({ MAX_HISTORY_TOKENS: "250" }, { model });
+    try {
+      // 300 emoji and their echo: 160 estimated tokens as code points, 310 if counted in UTF-16 units (over the budget).
+      await chat(app, { message: "😀".repeat(300), thread_id: "emoji" });
+      await chat(app, { message: "hi", thread_id: "emoji" });
+      const last = sent.at(-1)!;
+      expect(last.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+      expect(last.system).not.toContain(HISTORY_CUT_NOTE);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("a run resumed on a thread of exactly one first page (64 messages) sends it whole without the note", async () => {
+    const { model, sent } = recordingFake();
+    const app = await makeApp({ MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100", ORDERS_URL: "http://127.0.0.1:9" }, { model, policyText: ordersPolicy(), tools: [lookup, createOrder] });
+    try {
+      // One turn: the user message, 31 lookups with their results, then the held call: 64 messages.
+      const message = `${'/call lookup {"q":"x"}\n/step\n'.repeat(31)}/call create_order {"item":"book"}`;
+      const { events } = await chat(app, { message, thread_id: "page" });
+      const end = events.at(-1)!.data as { status: string; approval: { approval_id: string } };
+      expect(end.status).toBe("awaiting_approval");
+      const res = await app.fetch(post(`/threads/page/approvals/${end.approval.approval_id}`, { decision: "reject" }));
+      expect(parseSse(await res.text()).at(-1)!.data.status).toBe("ok");
+      const resumed = sent.at(-1)!;
+      // The stored turn plus the rejected call's result: the whole thread, so no note.
+      expect(resumed.messages).toHaveLength(65);
+      expect(resumed.messages[0]!.role).toBe("user");
+      expect(resumed.system).not.toContain(HISTORY_CUT_NOTE);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("continue after the step limit is sent with the stopped turn, even when that turn is over the budget", async () => {
+    const { model, sent } = recordingFake();
+    const app = await makeApp({ MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "6" }, { model, tools: [lookup] });
+    try {
+      const work = `/loop lookup {"q":"x"}\n${"z".repeat(600)}`;
+      const first = await chat(app, { message: work, thread_id: "steps" });
+      expect(first.events.at(-1)!.data.status).toBe("step_limit");
+      await chat(app, { message: "continue", thread_id: "steps" });
+      const resumed = sent.at(-1)!;
+      expect(resumed.messages[0]).toMatchObject({ role: "user", content: work });
+      expect(resumed.messages.at(-1)).toMatchObject({ role: "user", content: "continue" });
+      // Turns before the stopped one are still left out by the budget.
+      await chat(app, { message: "and then", thread_id: "steps" });
+      expect(sent.at(-1)!.messages.map((m) => m.content)).not.toContain(work);
     } finally {
       await app.close();
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { messageTokens, windowHistory } from "../../src/agent/history.js";
+import { STEP_LIMIT_REPLY } from "../../src/agent/loop.js";
 import type { Message } from "../../src/store/ports.js";
 
 let n = 0;
@@ -13,6 +14,12 @@ describe("windowHistory", () => {
     expect(messageTokens(user(8))).toBe(6);
     expect(messageTokens(user(9))).toBe(7);
     expect(messageTokens(call("c1"))).toBe(Math.ceil(("lookup".length + '{"q":"x"}'.length) / 4) + 4);
+  });
+
+  it("counts characters as code points: an emoji is one, not two UTF-16 units", () => {
+    expect(messageTokens({ id: "e", role: "user", content: "😀".repeat(400) })).toBe(104);
+    const args = { q: "😀".repeat(8) };
+    expect(messageTokens({ id: "c", role: "assistant", content: "", tool_calls: [{ id: "c", name: "lookup", args }] })).toBe(Math.ceil((6 + 16) / 4) + 4);
   });
 
   it("keeps the newest whole turns that fit and says it cut; a thread that fits is sent whole", () => {
@@ -32,5 +39,14 @@ describe("windowHistory", () => {
     // A page that begins inside a turn: the window starts at its first user message.
     const page = [result("c0", 40), said(40), user(40), said(40)];
     expect(windowHistory(page, 10_000)).toEqual({ messages: page.slice(2), cut: true });
+  });
+
+  it("keeps the turn the step limit ended with the turn after it (its continue), whatever their size", () => {
+    const stopped = { id: `m${n++}`, role: "assistant", content: `worked on it\n\n${STEP_LIMIT_REPLY}` } satisfies Message;
+    const all = [user(40), said(40), user(4000), call("c7"), result("c7", 4000), stopped, user(8)];
+    expect(windowHistory(all, 10)).toEqual({ messages: all.slice(2), cut: true });
+    // Only the turn just before: an older stopped turn is windowed as any other.
+    const later = [...all, said(8), user(8)];
+    expect(windowHistory(later, 10)).toEqual({ messages: later.slice(-1), cut: true });
   });
 });
