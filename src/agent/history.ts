@@ -27,10 +27,12 @@ export function messageTokens(m: Message): number {
 
 /**
  * The newest whole turns of `messages` (in thread order) that fit `budget`, and whether anything
- * before them was left out. A window that starts anywhere but at a user message is never sent:
- * `messages` may begin in the middle of a turn (a page of a longer thread).
+ * before them was left out. Unless `whole` says `messages` are the entire thread, they may begin
+ * in the middle of a turn (a page of a longer thread), so a window starts at a user message. The
+ * entire thread is sent as it is when it fits, whatever it begins with, and so are messages
+ * with no user message at all (nothing in them starts a turn).
  */
-export function windowHistory(messages: readonly Message[], budget: number): { messages: Message[]; cut: boolean } {
+export function windowHistory(messages: readonly Message[], budget: number, whole = false): { messages: Message[]; cut: boolean } {
   let tokens = 0;
   let start = -1;
   let kept = 0;
@@ -45,6 +47,8 @@ export function windowHistory(messages: readonly Message[], budget: number): { m
     start = i;
     kept++;
   }
+  // Past the loop's end without a break, `tokens` is the whole of `messages`.
+  if (whole && tokens <= budget) return { messages: messages.slice(), cut: false };
   if (start <= 0) return { messages: messages.slice(), cut: false };
   return { messages: messages.slice(start), cut: true };
 }

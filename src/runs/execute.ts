@@ -485,7 +485,7 @@ async function conversation(
   const budget = ctx.limits.historyTokens;
   const { messages: history, whole } = input.freshThread ? { messages: [], whole: true } : await readHistory(ctx.store, input.threadId, budget);
   const window = (messages: readonly Message[]) => {
-    const w = windowHistory(messages, budget);
+    const w = windowHistory(messages, budget, whole);
     return { messages: w.messages, cut: w.cut || !whole };
   };
   if (input.resume) return { ...window(history), resume: waitingCalls(history) };

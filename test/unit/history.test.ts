@@ -39,6 +39,11 @@ describe("windowHistory", () => {
     // A page that begins inside a turn: the window starts at its first user message.
     const page = [result("c0", 40), said(40), user(40), said(40)];
     expect(windowHistory(page, 10_000)).toEqual({ messages: page.slice(2), cut: true });
+    // The entire thread, told so: sent as it is when it fits, whatever it begins with.
+    expect(windowHistory(page, 10_000, true)).toEqual({ messages: page, cut: false });
+    expect(windowHistory(page, 20, true)).toEqual({ messages: page.slice(2), cut: true });
+    // Nothing starts a turn: sent as it is.
+    expect(windowHistory([said(40), said(40)], 10)).toEqual({ messages: [expect.anything(), expect.anything()], cut: false });
   });
 
   it("keeps the turn the step limit ended with the turn after it (its continue), whatever their size", () => {

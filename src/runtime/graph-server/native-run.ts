@@ -73,7 +73,7 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
 
   const loop = (all: readonly Message[], out: Message[]) => {
     // The same history budget as a standalone run (agent/history.ts): the newest whole turns.
-    const { messages, cut } = windowHistory(all, ctx.limits.historyTokens);
+    const { messages, cut } = windowHistory(all, ctx.limits.historyTokens, true);
     const words = lastUserWords(messages) ?? "";
     const haystack = words.toLowerCase();
     const rs = ctx.agent.responseSchema;
