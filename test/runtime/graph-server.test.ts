@@ -307,6 +307,26 @@ describe("the graph server's native API behind our auth policy", () => {
     expect(messages.at(-1)).toMatchObject({ role: "assistant", content: expect.stringContaining("done:") });
   });
 
+  it("pages a thread whose native messages carry ids of their own: every Link it gives is followed", async () => {
+    const { threadId } = await aliceThread();
+    const ran = await nativeRun(threadId, { input: { messages: [{ id: "my msg/1", role: "user", content: "hi" }] } });
+    expect(ran.status).toBe(200);
+    // Read whole: the run's state is written by the time its answer ends.
+    expect((await ran.json()).messages.map((m: { id: string }) => m.id)).toContain("my msg/1");
+    const all = (await (await rt.fetch(`/threads/${threadId}/messages`)).json()) as { id: string }[];
+    expect(all.map((m) => m.id)).toContain("my msg/1");
+    const seen: string[] = [];
+    let res = await rt.fetch(`/threads/${threadId}/messages?limit=1`);
+    for (;;) {
+      expect(res.status).toBe(200);
+      seen.unshift(...((await res.json()) as { id: string }[]).map((m) => m.id));
+      const prev = /<([^>]+)>; rel="prev"/.exec(res.headers.get("link") ?? "")?.[1];
+      if (!prev) break;
+      res = await rt.fetch(prev);
+    }
+    expect(seen).toEqual(all.map((m) => m.id));
+  });
+
   it("refuses native runs on a thread with a pending approval, and resume or replay once it has approvals", async () => {
     const { threadId, end } = await aliceThread('/call create_order {"item":"desk"}');
     expect(end.status).toBe("awaiting_approval");
