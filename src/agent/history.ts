@@ -33,6 +33,25 @@ export function messageTokens(m: Message): number {
  * with no user message at all (nothing in them starts a turn).
  */
 export function windowHistory(messages: readonly Message[], budget: number, whole = false): { messages: Message[]; cut: boolean } {
+  const { start, broke, tokens } = scan(messages, budget);
+  // Without a break, `tokens` is the whole of `messages`.
+  if (whole && !broke && tokens <= budget) return { messages: messages.slice(), cut: false };
+  if (start <= 0) return { messages: messages.slice(), cut: false };
+  return { messages: messages.slice(start), cut: true };
+}
+
+/**
+ * True when messages older than `messages` could not change its window: an older turn was
+ * already found not to fit, or everything here is over the budget and the turns that are always
+ * sent (the newest, and a turn the step limit ended just before it) start here.
+ */
+export function windowSettled(messages: readonly Message[], budget: number): boolean {
+  const { broke, tokens, kept, mustKeep } = scan(messages, budget);
+  return broke || (tokens > budget && kept >= mustKeep);
+}
+
+/** From the newest message back: where the window starts, and how the search ended. */
+function scan(messages: readonly Message[], budget: number): { start: number; broke: boolean; tokens: number; kept: number; mustKeep: number } {
   let tokens = 0;
   let start = -1;
   let kept = 0;
@@ -42,15 +61,12 @@ export function windowHistory(messages: readonly Message[], budget: number, whol
     if (messages[i]!.role !== "user") continue;
     // The newest turn is kept whatever its size, and so is a turn the step limit stopped just
     // before it (its `continue` resumes that work); an older one only while the total fits.
-    if (kept >= mustKeep && tokens > budget) break;
+    if (kept >= mustKeep && tokens > budget) return { start, broke: true, tokens, kept, mustKeep };
     if (kept === 0 && stoppedAtStepLimit(messages[i - 1])) mustKeep = 2;
     start = i;
     kept++;
   }
-  // Past the loop's end without a break, `tokens` is the whole of `messages`.
-  if (whole && tokens <= budget) return { messages: messages.slice(), cut: false };
-  if (start <= 0) return { messages: messages.slice(), cut: false };
-  return { messages: messages.slice(start), cut: true };
+  return { start, broke: false, tokens, kept, mustKeep };
 }
 
 /** The closing reply of a turn the step limit ended (agent/loop.ts writes it). */

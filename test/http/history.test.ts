@@ -195,4 +195,29 @@ describe("the history budget's edges", () => {
       await app.close();
     }
   });
+
+  it("a run resumed after a stopped turn longer than the first page read (64 messages) is sent that turn from its start", async () => {
+    const { model, sent } = recordingFake();
+    const app = await makeApp(
+      { MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100", ORDERS_URL: "http://127.0.0.1:9" },
+      { model, policyText: ordersPolicy(), tools: [lookup, createOrder] },
+    );
+    try {
+      const work = `/loop lookup {"q":"y"}\n${"w".repeat(600)}`;
+      const stopped = await chat(app, { message: work, thread_id: "many-steps" });
+      expect(stopped.events.at(-1)!.data.status).toBe("step_limit");
+      expect(stopped.events.filter((e) => e.event === "tool.call").length).toBeGreaterThan(40);
+      // The turn after it (its continue) waits on a decision; the rejection resumes it.
+      const { events } = await chat(app, { message: '/call create_order {"item":"book"}', thread_id: "many-steps" });
+      const end = events.at(-1)!.data as { status: string; approval: { approval_id: string } };
+      expect(end.status).toBe("awaiting_approval");
+      const res = await app.fetch(post(`/threads/many-steps/approvals/${end.approval.approval_id}`, { decision: "reject" }));
+      expect(parseSse(await res.text()).at(-1)!.data.status).toBe("ok");
+      const resumed = sent.at(-1)!;
+      expect(resumed.messages[0]).toMatchObject({ role: "user", content: work });
+      expect(resumed.messages.length).toBeGreaterThan(65);
+    } finally {
+      await app.close();
+    }
+  });
 });

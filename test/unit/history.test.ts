@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { messageTokens, windowHistory } from "../../src/agent/history.js";
+import { messageTokens, windowHistory, windowSettled } from "../../src/agent/history.js";
 import { STEP_LIMIT_REPLY } from "../../src/agent/loop.js";
 import type { Message } from "../../src/store/ports.js";
 
@@ -53,5 +53,17 @@ describe("windowHistory", () => {
     // Only the turn just before: an older stopped turn is windowed as any other.
     const later = [...all, said(8), user(8)];
     expect(windowHistory(later, 10)).toEqual({ messages: later.slice(-1), cut: true });
+  });
+
+  it("a page is settled only when older messages could not change its window", () => {
+    const stopped = { id: `m${n++}`, role: "assistant", content: STEP_LIMIT_REPLY } satisfies Message;
+    // Over the budget with the newest turn's start in it: settled.
+    expect(windowSettled([said(400), user(8), said(400)], 10)).toBe(true);
+    // Fits: an older turn might fit too.
+    expect(windowSettled([user(8), said(8)], 10_000)).toBe(false);
+    // The continue after a stopped turn whose start is older than the page: not settled until it is in.
+    const tail = [result("c8", 4000), stopped, user(8)];
+    expect(windowSettled(tail, 10)).toBe(false);
+    expect(windowSettled([user(40), call("c8"), ...tail], 10)).toBe(true);
   });
 });
