@@ -46,13 +46,15 @@ export function windowHistory(messages: readonly Message[], budget: number, whol
  * sent (the newest, and a turn the step limit ended just before it) start here.
  */
 export function windowSettled(messages: readonly Message[], budget: number): boolean {
-  const { broke, tokens, kept, mustKeep } = scan(messages, budget);
-  return broke || (tokens > budget && kept >= mustKeep);
+  const { broke, tokens, kept, mustKeep, newest } = scan(messages, budget);
+  // A newest turn that starts the page: whether the step limit ended the turn before it is not known yet.
+  return broke || (tokens > budget && kept >= mustKeep && newest > 0);
 }
 
 /** From the newest message back: where the window starts, and how the search ended. */
-function scan(messages: readonly Message[], budget: number): { start: number; broke: boolean; tokens: number; kept: number; mustKeep: number } {
+function scan(messages: readonly Message[], budget: number): { start: number; broke: boolean; tokens: number; kept: number; mustKeep: number; newest: number } {
   let tokens = 0;
+  let newest = -1;
   let start = -1;
   let kept = 0;
   let mustKeep = 1;
@@ -61,12 +63,15 @@ function scan(messages: readonly Message[], budget: number): { start: number; br
     if (messages[i]!.role !== "user") continue;
     // The newest turn is kept whatever its size, and so is a turn the step limit stopped just
     // before it (its `continue` resumes that work); an older one only while the total fits.
-    if (kept >= mustKeep && tokens > budget) return { start, broke: true, tokens, kept, mustKeep };
-    if (kept === 0 && stoppedAtStepLimit(messages[i - 1])) mustKeep = 2;
+    if (kept >= mustKeep && tokens > budget) return { start, broke: true, tokens, kept, mustKeep, newest };
+    if (kept === 0) {
+      newest = i;
+      if (stoppedAtStepLimit(messages[i - 1])) mustKeep = 2;
+    }
     start = i;
     kept++;
   }
-  return { start, broke: false, tokens, kept, mustKeep };
+  return { start, broke: false, tokens, kept, mustKeep, newest };
 }
 
 /** The closing reply of a turn the step limit ended (agent/loop.ts writes it). */

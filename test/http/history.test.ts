@@ -220,4 +220,23 @@ describe("the history budget's edges", () => {
       await app.close();
     }
   });
+
+  it("a resumed turn of exactly one first page (64 messages) after a stopped turn is sent with it", async () => {
+    const { model, sent } = recordingFake();
+    const app = await makeApp(
+      { MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100", ORDERS_URL: "http://127.0.0.1:9" },
+      { model, policyText: ordersPolicy(), tools: [lookup, createOrder] },
+    );
+    try {
+      const work = `/loop lookup {"q":"y"}\nwork`;
+      expect((await chat(app, { message: work, thread_id: "edge" })).events.at(-1)!.data.status).toBe("step_limit");
+      const { events } = await chat(app, { message: `${'/call lookup {"q":"x"}\n/step\n'.repeat(31)}/call create_order {"item":"book"}`, thread_id: "edge" });
+      const end = events.at(-1)!.data as { status: string; approval: { approval_id: string } };
+      expect(end.status).toBe("awaiting_approval");
+      await (await app.fetch(post(`/threads/edge/approvals/${end.approval.approval_id}`, { decision: "reject" }))).text();
+      expect(sent.at(-1)!.messages[0]).toMatchObject({ role: "user", content: work });
+    } finally {
+      await app.close();
+    }
+  });
 });

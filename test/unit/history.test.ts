@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { messageTokens, windowHistory, windowSettled } from "../../src/agent/history.js";
 import { STEP_LIMIT_REPLY } from "../../src/agent/loop.js";
-import type { Message } from "../../src/store/ports.js";
+import { readHistory } from "../../src/runs/history.js";
+import type { Message, Store } from "../../src/store/ports.js";
 
 let n = 0;
 const user = (chars: number): Message => ({ id: `m${n++}`, role: "user", content: "u".repeat(chars) });
@@ -65,5 +66,19 @@ describe("windowHistory", () => {
     const tail = [result("c8", 4000), stopped, user(8)];
     expect(windowSettled(tail, 10)).toBe(false);
     expect(windowSettled([user(40), call("c8"), ...tail], 10)).toBe(true);
+    // The newest turn starts the page: the turn before it may have been stopped, so read on.
+    expect(windowSettled([user(400), said(400)], 10)).toBe(false);
+  });
+
+  it("a resumed turn that starts exactly at a page's start still gets the stopped turn before it", async () => {
+    const stoppedTurn = [user(8), { id: `m${n++}`, role: "assistant", content: `w\n\n${STEP_LIMIT_REPLY}` } satisfies Message];
+    const current: Message[] = [user(8)];
+    for (let k = 0; current.length < 63; k++) current.push(call(`p${k}`), result(`p${k}`, 8));
+    current.push(call("held"));
+    const thread = [...stoppedTurn, ...current];
+    expect(current).toHaveLength(64);
+    const store = { getMessagePage: async (_id: string, page: { limit: number }) => thread.slice(-page.limit) } as unknown as Store;
+    const { messages, whole } = await readHistory(store, "t", 100);
+    expect(windowHistory(messages, 100, whole).messages[0]).toBe(stoppedTurn[0]);
   });
 });
