@@ -140,6 +140,22 @@ function recordingFake(): { model: Model; sent: Pick<ModelRequest, "system" | "m
   return { sent, model: { ...fake, stream: (request) => (sent.push({ system: request.system, messages: [...request.messages] }), fake.stream(request)) } };
 }
 
+/** Sends `message` on `thread`, checks its run waits on a decision, rejects it and checks the resumed run ends ok. */
+async function holdThenReject(app: Awaited<ReturnType<typeof makeApp>>, thread: string, message: string): Promise<void> {
+  const { events } = await chat(app, { message, thread_id: thread });
+  const end = events.at(-1)!.data as { status: string; approval: { approval_id: string } };
+  expect(end.status).toBe("awaiting_approval");
+  const res = await app.fetch(post(`/threads/${thread}/approvals/${end.approval.approval_id}`, { decision: "reject" }));
+  expect(parseSse(await res.text()).at(-1)!.data.status).toBe("ok");
+}
+
+/** An app whose gated create_order waits on a decision, with the recording fake model. */
+async function gatedApp(env: Record<string, string>) {
+  const { model, sent } = recordingFake();
+  const app = await makeApp({ ORDERS_URL: "http://127.0.0.1:9", ...env }, { model, policyText: ordersPolicy(), tools: [lookup, createOrder] });
+  return { app, sent };
+}
+
 describe("the history budget's edges", () => {
   it("counts characters as code points: a turn of emoji that fits is sent, and no note says otherwise", async () => {
     const { model, sent } = recordingFake();
@@ -157,16 +173,10 @@ describe("the history budget's edges", () => {
   });
 
   it("a run resumed on a thread of exactly one first page (64 messages) sends it whole without the note", async () => {
-    const { model, sent } = recordingFake();
-    const app = await makeApp({ MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100", ORDERS_URL: "http://127.0.0.1:9" }, { model, policyText: ordersPolicy(), tools: [lookup, createOrder] });
+    const { app, sent } = await gatedApp({ MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100" });
     try {
       // One turn: the user message, 31 lookups with their results, then the held call: 64 messages.
-      const message = `${'/call lookup {"q":"x"}\n/step\n'.repeat(31)}/call create_order {"item":"book"}`;
-      const { events } = await chat(app, { message, thread_id: "page" });
-      const end = events.at(-1)!.data as { status: string; approval: { approval_id: string } };
-      expect(end.status).toBe("awaiting_approval");
-      const res = await app.fetch(post(`/threads/page/approvals/${end.approval.approval_id}`, { decision: "reject" }));
-      expect(parseSse(await res.text()).at(-1)!.data.status).toBe("ok");
+      await holdThenReject(app, "page", `${'/call lookup {"q":"x"}\n/step\n'.repeat(31)}/call create_order {"item":"book"}`);
       const resumed = sent.at(-1)!;
       // The stored turn plus the rejected call's result: the whole thread, so no note.
       expect(resumed.messages).toHaveLength(65);
@@ -197,22 +207,14 @@ describe("the history budget's edges", () => {
   });
 
   it("a run resumed after a stopped turn longer than the first page read (64 messages) is sent that turn from its start", async () => {
-    const { model, sent } = recordingFake();
-    const app = await makeApp(
-      { MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100", ORDERS_URL: "http://127.0.0.1:9" },
-      { model, policyText: ordersPolicy(), tools: [lookup, createOrder] },
-    );
+    const { app, sent } = await gatedApp({ MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100" });
     try {
       const work = `/loop lookup {"q":"y"}\n${"w".repeat(600)}`;
       const stopped = await chat(app, { message: work, thread_id: "many-steps" });
       expect(stopped.events.at(-1)!.data.status).toBe("step_limit");
       expect(stopped.events.filter((e) => e.event === "tool.call").length).toBeGreaterThan(40);
       // The turn after it (its continue) waits on a decision; the rejection resumes it.
-      const { events } = await chat(app, { message: '/call create_order {"item":"book"}', thread_id: "many-steps" });
-      const end = events.at(-1)!.data as { status: string; approval: { approval_id: string } };
-      expect(end.status).toBe("awaiting_approval");
-      const res = await app.fetch(post(`/threads/many-steps/approvals/${end.approval.approval_id}`, { decision: "reject" }));
-      expect(parseSse(await res.text()).at(-1)!.data.status).toBe("ok");
+      await holdThenReject(app, "many-steps", '/call create_order {"item":"book"}');
       const resumed = sent.at(-1)!;
       expect(resumed.messages[0]).toMatchObject({ role: "user", content: work });
       expect(resumed.messages.length).toBeGreaterThan(65);
@@ -222,18 +224,11 @@ describe("the history budget's edges", () => {
   });
 
   it("a resumed turn of exactly one first page (64 messages) after a stopped turn is sent with it", async () => {
-    const { model, sent } = recordingFake();
-    const app = await makeApp(
-      { MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100", ORDERS_URL: "http://127.0.0.1:9" },
-      { model, policyText: ordersPolicy(), tools: [lookup, createOrder] },
-    );
+    const { app, sent } = await gatedApp({ MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100" });
     try {
       const work = `/loop lookup {"q":"y"}\nwork`;
       expect((await chat(app, { message: work, thread_id: "edge" })).events.at(-1)!.data.status).toBe("step_limit");
-      const { events } = await chat(app, { message: `${'/call lookup {"q":"x"}\n/step\n'.repeat(31)}/call create_order {"item":"book"}`, thread_id: "edge" });
-      const end = events.at(-1)!.data as { status: string; approval: { approval_id: string } };
-      expect(end.status).toBe("awaiting_approval");
-      await (await app.fetch(post(`/threads/edge/approvals/${end.approval.approval_id}`, { decision: "reject" }))).text();
+      await holdThenReject(app, "edge", `${'/call lookup {"q":"x"}\n/step\n'.repeat(31)}/call create_order {"item":"book"}`);
       expect(sent.at(-1)!.messages[0]).toMatchObject({ role: "user", content: work });
     } finally {
       await app.close();
