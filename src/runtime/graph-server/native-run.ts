@@ -73,7 +73,7 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
 
   const loop = (all: readonly Message[], out: Message[]) => {
     // The same history budget as a standalone run (agent/history.ts): the newest whole turns.
-    const { messages, cut } = windowHistory(all, ctx.limits.historyTokens, true);
+    const { messages, cut } = turnWindow(all, ctx.limits.historyTokens);
     const words = lastUserWords(messages) ?? "";
     const haystack = words.toLowerCase();
     const rs = ctx.agent.responseSchema;
@@ -135,6 +135,21 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
     approvalIds: () => ctx.pauses.approvalIds(runId),
     forget: () => ctx.pauses.forget(runId),
   };
+}
+
+/**
+ * The window of a step of the turn being answered: the older turns are chosen as the turn starts
+ * (the thread up to its user message), as a standalone run chooses them once at its start, and the
+ * turn's own steps follow. Each step runs this node again on the whole thread; choosing again
+ * with the turn's growth would drop an older turn between two model steps of one turn.
+ */
+function turnWindow(all: readonly Message[], budget: number): { messages: Message[]; cut: boolean } {
+  let start = all.length - 1;
+  while (start >= 0 && all[start]!.role !== "user") start--;
+  if (start < 0) return windowHistory(all, budget, true);
+  const { messages, cut } = windowHistory(all.slice(0, start + 1), budget, true);
+  for (let i = start + 1; i < all.length; i++) messages.push(all[i]!);
+  return { messages, cut };
 }
 
 function lastUserWords(messages: readonly Message[]): string | undefined {
