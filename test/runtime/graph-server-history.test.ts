@@ -42,8 +42,8 @@ const ids = (messages: readonly Message[]) => messages.map((m) => m.id);
 const older = [user("u1", "a".repeat(400)), assistant("a1", "b".repeat(400))];
 const turnStart = user("u2", "/call whoami {}");
 const call: Message = { id: "a2", role: "assistant", content: "", tool_calls: [{ id: "call_1", name: "whoami", args: {} }] };
-// The tool's result makes the turn alone 222 tokens: with the older turn, 430 of 300.
-const result: Message = { id: "t2", role: "tool", tool_call_id: "call_1", content: "r".repeat(800) } as Message;
+// The call and its result make the turn alone 218 tokens: with the older turn, 426 of 300.
+const result: Message = { id: "t2", role: "tool", tool_call_id: "call_1", name: "whoami", is_error: false, content: "r".repeat(800) };
 
 describe("history budget under graph-server", () => {
   it("sends a turn's later steps the older turns its first step was sent", async () => {
