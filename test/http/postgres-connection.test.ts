@@ -5,7 +5,7 @@
  * the password. Needs the PostgreSQL at 127.0.0.1:5432 (trust auth).
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { chat, get, makeApp, type TestApp } from "../helpers.js";
+import { chat, get, makeApp, post, readUntil, type TestApp } from "../helpers.js";
 import { scratchDatabase, TEST_DSN } from "../support/postgres.js";
 
 const pg = scratchDatabase();
@@ -52,6 +52,29 @@ describe("SQLDB_DSN parameters and the pool", () => {
     const rows = await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ${name}`;
     expect(rows[0]!.n).toBe(3);
     expect((await chat(app, { message: "hello" })).res.status).toBe(200);
+  });
+
+  it("a waiting run holds no connection: with DB_POOL_MAX_SIZE=1, twenty runs wait on their model while a new chat and GET /threads answer", async () => {
+    const name = `agent-idle-${process.pid}-${Date.now()}`;
+    const schema = pg.fresh();
+    app = await makeApp({ CHECKPOINTER: "sql", SQLDB_DSN: `${TEST_DSN}?application_name=${name}`, DB_POOL_MIN_SIZE: "1", DB_POOL_MAX_SIZE: "1" }, { sqlSchema: schema });
+    const waiting = await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const res = await app!.fetch(post("/chat", { message: "/sleep 60000\nwait" }));
+        expect(res.status).toBe(200);
+        return (await readUntil(res, (events) => events.some((e) => e.event === "message.start"))).reader;
+      }),
+    );
+    try {
+      const answered = await chat(app, { message: "hello" });
+      expect(answered.events.at(-1)).toMatchObject({ event: "message.end", data: { status: "ok" } });
+      expect((await app.fetch(get("/threads"))).status).toBe(200);
+      const sql = pg.admin(schema);
+      const rows = await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ${name}`;
+      expect(rows[0]!.n).toBe(1);
+    } finally {
+      await Promise.all(waiting.map((reader) => reader.cancel()));
+    }
   });
 
   it("refuses an sslmode libpq does not know, naming SQLDB_DSN", async () => {
