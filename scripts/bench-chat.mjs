@@ -42,7 +42,9 @@
 // wire by a loopback TCP proxy in front of the database (every Sync or simple Query the app sends
 // is one round trip) over a known number of one-turn chats, and cross-checked with the growth of
 // pg_stat_database.xact_commit (each statement outside a transaction commits once; that counter is
-// database-wide, so other sessions on the same database inflate it).
+// database-wide, so other sessions on the same database inflate it); then, unless --skip-idle,
+// --streams waiting conversations on the Node entry with CHECKPOINTER=sql (its tables in the same
+// schema, named by the DSN's search_path), measured as in 3.
 import { execFileSync, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import http from "node:http";
@@ -385,6 +387,16 @@ async function openInHalves(port, streams, rss, settleMs) {
   };
 }
 
+/** --streams, scaled down when `ulimit -n` cannot hold them (with a warning). */
+function idleStreams() {
+  const limit = fdLimit();
+  // Client sockets live in this process and server sockets in the entry: each needs streams + margin.
+  if (!Number.isFinite(limit) || limit >= opts.streams + 1024) return opts.streams;
+  const streams = Math.max(100, Math.floor((limit - 1024) / 1000) * 1000);
+  log(`warning: ulimit -n is ${limit}; scaling idle streams down to ${streams}`);
+  return streams;
+}
+
 /**
  * Idle streams in a child of its own (scripts/bench-chat-idle.mjs), for comparison: the bare
  * route (`bare`), or node:http alone (`raw`, the floor under any framework on Node).
@@ -432,8 +444,8 @@ async function sampleHealth(port, samples = 500) {
  * --hold seconds with a heartbeat every 2 s, the entry's RSS read from /proc as started, at half
  * and when all are held (perConversation), /health sampled meanwhile.
  */
-async function benchIdleEntry(runtime, streams) {
-  const { child, port } = await startEntry(runtime, { ...SERVICE_ENV, SSE_HEARTBEAT_S: "2" }, children);
+async function benchIdleEntry(runtime, streams, env = {}, label = runtime) {
+  const { child, port } = await startEntry(runtime, { ...SERVICE_ENV, SSE_HEARTBEAT_S: "2", ...env }, children);
   let handle;
   try {
     await new Promise((r) => setTimeout(r, 500));
@@ -445,7 +457,7 @@ async function benchIdleEntry(runtime, streams) {
     const per = perConversation({ start, half: handle.half, full, halfCount: handle.halfCount, count: handle.started });
     const out = { streams: handle.started, failed: handle.failed, heartbeats: handle.heartbeats, startRss: start, halfRss: handle.half, rss: full, ...per, health };
     log(
-      `${runtime.padEnd(8)} idle: ${out.streams} streams held ${opts.hold} s (${out.failed} failed, ${out.heartbeats} heartbeats read); RSS ${start.toFixed(1)} MB started, ` +
+      `${label.padEnd(8)} idle: ${out.streams} streams held ${opts.hold} s (${out.failed} failed, ${out.heartbeats} heartbeats read); RSS ${start.toFixed(1)} MB started, ` +
         `${handle.half.toFixed(1)} MB with ${handle.halfCount} held, ${full.toFixed(1)} MB with ${out.streams}: ${per.marginalKb.toFixed(1)} KB per waiting conversation (marginal), ` +
         `${per.averageKb.toFixed(1)} KB (average from start); /health p50 ${health.p50.toFixed(2)} ms p99 ${health.p99.toFixed(2)} ms (${health.bad} failed)`,
     );
@@ -507,16 +519,9 @@ async function main() {
 
   // 4. waiting conversations on each runtime's entry
   const idle = {};
-  let streams = opts.streams;
   const idleRuntimes = parseRuntimes(opts.idleRuntimes, "");
-  if (!opts.skipIdle && streams > 0) {
-    const limit = fdLimit();
-    // Client sockets live in this process and server sockets in the entry: each needs streams + margin.
-    const need = streams + 1024;
-    if (Number.isFinite(limit) && limit < need) {
-      streams = Math.max(100, Math.floor((limit - 1024) / 1000) * 1000);
-      log(`warning: ulimit -n is ${limit}; scaling idle streams down to ${streams}`);
-    }
+  if (!opts.skipIdle && opts.streams > 0) {
+    const streams = idleStreams();
     for (const runtime of idleRuntimes) idle[runtime] = await benchIdleEntry(runtime, streams);
     for (const mode of ["bare", "raw"]) {
       const held = (idle[mode] = await benchIdleChild(streams, mode));
@@ -575,7 +580,8 @@ async function main() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// --sql: the memory store against CHECKPOINTER=sql, and database round trips per model turn
+// --sql: the memory store against CHECKPOINTER=sql, database round trips per model turn, and
+// waiting conversations on the Node entry with CHECKPOINTER=sql
 
 /** Frontend messages that end a round trip: Sync (extended protocol) and Query (simple protocol). */
 const ROUND_TRIP_TYPES = new Set([0x53, 0x51]);
@@ -726,6 +732,15 @@ async function sqlMode(createApp) {
       await proxy.close();
     }
 
+    // 3. waiting conversations on the Node entry with CHECKPOINTER=sql (its tables in the same
+    //    schema, named by the DSN's search_path): what a waiting run holds of the database too
+    let held;
+    if (!opts.skipIdle && opts.streams > 0) {
+      const idleDsn = new URL(opts.dsn);
+      idleDsn.searchParams.set("search_path", schema);
+      held = await benchIdleEntry("node", idleStreams(), { CHECKPOINTER: "sql", SQLDB_DSN: idleDsn.toString() }, "node+sql");
+    }
+
     const f = (v, d = 2) => (Number.isFinite(v) ? v.toFixed(d) : "-");
     log("");
     const list = (key) => rounds.map((r) => f(r[key].turnsPerSecond, 0)).join(", ");
@@ -742,6 +757,11 @@ async function sqlMode(createApp) {
     log(`pg_stat_database xact_commit per one-turn chat: ${f(trips.commitsPerTurn)} (database-wide; other sessions on ${database} add to it)`);
     const failed = (key) => rounds.reduce((n, r) => n + r[key].errors + r[key].non2xx + r[key].timeouts, 0);
     log(`errors + non-2xx: memory ${failed("memory")}, sql ${failed("sql")}`);
+    if (held)
+      log(
+        `node, CHECKPOINTER=sql: ${held.streams} waiting conversations held at ${f(held.rss, 1)} MB (${f(held.startRss, 1)} MB started; ` +
+          `${f(held.marginalKb, 1)} KB each marginal, ${f(held.averageKb, 1)} KB average; ${held.failed} failed); /health p99 ${f(held.health.p99)} ms held`,
+      );
   } finally {
     await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch((error) => process.stderr.write(`could not drop schema ${schema}: ${error.message}\n`));
     await admin.end({ timeout: 5 });
