@@ -73,8 +73,7 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
 
   const loop = (all: readonly Message[], out: Message[]) => {
     // The same history budget as a standalone run (agent/history.ts): the newest whole turns.
-    const { messages, cut } = turnWindow(all, ctx.limits.historyTokens);
-    const words = lastUserWords(messages) ?? "";
+    const { messages, cut, words } = turnWindow(all, ctx.limits.historyTokens);
     const haystack = words.toLowerCase();
     const rs = ctx.agent.responseSchema;
     const model = ctx.agent.model();
@@ -138,21 +137,17 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
 }
 
 /**
- * The window of a step of the turn being answered: the older turns are chosen as the turn starts
- * (the thread up to its user message), as a standalone run chooses them once at its start, and the
- * turn's own steps follow. Each step runs this node again on the whole thread; choosing again
- * with the turn's growth would drop an older turn between two model steps of one turn.
+ * The window of a step of the turn being answered, and the user's words that started the turn:
+ * the older turns are chosen as the turn starts (the thread up to its user message), as a
+ * standalone run chooses them once at its start, and the turn's own steps follow. Each step runs
+ * this node again on the whole thread; choosing again with the turn's growth would drop an older
+ * turn between two model steps of one turn.
  */
-function turnWindow(all: readonly Message[], budget: number): { messages: Message[]; cut: boolean } {
+function turnWindow(all: readonly Message[], budget: number): { messages: Message[]; cut: boolean; words: string } {
   let start = all.length - 1;
   while (start >= 0 && all[start]!.role !== "user") start--;
-  if (start < 0) return windowHistory(all, budget, true);
+  if (start < 0) return { ...windowHistory(all, budget, true), words: "" };
   const { messages, cut } = windowHistory(all.slice(0, start + 1), budget, true);
   for (let i = start + 1; i < all.length; i++) messages.push(all[i]!);
-  return { messages, cut };
-}
-
-function lastUserWords(messages: readonly Message[]): string | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user") return messages[i]!.content;
-  return undefined;
+  return { messages, cut, words: all[start]!.content };
 }
