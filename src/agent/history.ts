@@ -8,7 +8,8 @@
  * its result). The newest whole turns whose size fits the budget are sent; older turns are left
  * out, and the system prompt then says so. The current turn is always sent whole, even when it
  * alone is over the budget, and so is the turn before it when the step limit ended that turn (a
- * `continue` resumes its work). Sizes are estimated, as the fake model counts tokens: a quarter of
+ * `continue` resumes its work). The older turns are chosen as a turn starts and stay the same
+ * while it grows, also across an approval (turnStartWindow). Sizes are estimated, as the fake model counts tokens: a quarter of
  * the characters (code points) of the content and tool calls (rounded up), plus 4 per message.
  */
 import { codePointLength } from "../json.js";
@@ -38,6 +39,33 @@ export function windowHistory(messages: readonly Message[], budget: number, whol
   if (whole && !broke && tokens <= budget) return { messages: messages.slice(), cut: false };
   if (start <= 0) return { messages: messages.slice(), cut: false };
   return { messages: messages.slice(start), cut: true };
+}
+
+/**
+ * The window of a turn under way: the older turns chosen as the turn started (`messages` up to
+ * the newest user message), then every message of the turn since. A run that stops and resumes
+ * within one turn (an approval) is sent the older turns it started with, however far its turn
+ * grew with tool results in between; choosing again with the grown turn would drop an older
+ * turn the model had seen a step earlier. Messages with no user message are windowed as they are.
+ */
+export function turnStartWindow(messages: readonly Message[], budget: number, whole = false): { messages: Message[]; cut: boolean } {
+  const start = newestUser(messages);
+  if (start < 0) return windowHistory(messages, budget, whole);
+  const w = windowHistory(messages.slice(0, start + 1), budget, whole);
+  for (let i = start + 1; i < messages.length; i++) w.messages.push(messages[i]!);
+  return w;
+}
+
+/** As windowSettled, for the window turnStartWindow chooses: false until the turn's user message is read. */
+export function turnStartSettled(messages: readonly Message[], budget: number): boolean {
+  const start = newestUser(messages);
+  return start >= 0 && windowSettled(messages.slice(0, start + 1), budget);
+}
+
+function newestUser(messages: readonly Message[]): number {
+  let i = messages.length - 1;
+  while (i >= 0 && messages[i]!.role !== "user") i--;
+  return i;
 }
 
 /**

@@ -4,7 +4,7 @@
  * The transport (SSE, A2A) supplies `emit` and tells the run when its client is gone.
  */
 import type { RunEvent, SseErrorCode, Usage } from "../agent/events.js";
-import { HISTORY_CUT_NOTE, windowHistory } from "../agent/history.js";
+import { HISTORY_CUT_NOTE, turnStartWindow, windowHistory } from "../agent/history.js";
 import { closeOpenToolCalls, type LoopOptions, type LoopResult, runLoop, type StructuredAnswers } from "../agent/loop.js";
 import type { Model } from "../agent/model.js";
 import { publicApproval, type PublicApproval } from "../approvals/view.js";
@@ -483,12 +483,14 @@ async function conversation(
 ): Promise<{ messages: Message[]; cut: boolean; resume: { calls: ToolCall[]; reason: string } | undefined }> {
   if (firstMessage) return { messages: [firstMessage], cut: false, resume: undefined };
   const budget = ctx.limits.historyTokens;
-  const { messages: history, whole } = input.freshThread ? { messages: [], whole: true } : await readHistory(ctx.store, input.threadId, budget);
-  const window = (messages: readonly Message[]) => {
-    const w = windowHistory(messages, budget, whole);
+  const resumed = input.resume !== undefined;
+  const { messages: history, whole } = input.freshThread ? { messages: [], whole: true } : await readHistory(ctx.store, input.threadId, budget, resumed);
+  const window = (messages: readonly Message[], choose = windowHistory) => {
+    const w = choose(messages, budget, whole);
     return { messages: w.messages, cut: w.cut || !whole };
   };
-  if (input.resume) return { ...window(history), resume: waitingCalls(history) };
+  // A resumed run goes on with its turn: the older turns it started with, however far the turn grew.
+  if (resumed) return { ...window(history, turnStartWindow), resume: waitingCalls(history) };
   const repairs = closeOpenToolCalls(history, ctx.ids);
   const user: Message = { id: ctx.ids.messageId(), role: "user", content: input.message ?? "" };
   await persist([...repairs, user]);

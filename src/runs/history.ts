@@ -5,18 +5,23 @@
  * sent starting in the page). A turn therefore reads about what it sends, whatever the thread's
  * length, instead of the whole thread.
  */
-import { windowSettled } from "../agent/history.js";
+import { turnStartSettled, windowSettled } from "../agent/history.js";
 import type { Message, Store } from "../store/ports.js";
 
 const FIRST_PAGE = 64;
 
-/** The newest messages of the thread, enough to fill `budget` with whole turns; `whole` when that is the entire thread. */
-export async function readHistory(store: Store, threadId: string, budget: number): Promise<{ messages: Message[]; whole: boolean }> {
+/**
+ * The newest messages of the thread, enough to fill `budget` with whole turns; `whole` when that
+ * is the entire thread. `underWay`: the thread ends in a turn under way (a resumed run), whose
+ * older turns are chosen as it started (turnStartWindow), so its own messages do not count.
+ */
+export async function readHistory(store: Store, threadId: string, budget: number, underWay = false): Promise<{ messages: Message[]; whole: boolean }> {
+  const settled = underWay ? turnStartSettled : windowSettled;
   for (let limit = FIRST_PAGE; ; limit *= 4) {
     // One message more than the page: a thread of exactly `limit` messages is read whole.
     const got = (await store.getMessagePage(threadId, { limit: limit + 1 })) ?? [];
     if (got.length <= limit) return { messages: got, whole: true };
     const page = got.slice(1);
-    if (windowSettled(page, budget)) return { messages: page, whole: false };
+    if (settled(page, budget)) return { messages: page, whole: false };
   }
 }

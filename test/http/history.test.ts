@@ -149,10 +149,19 @@ async function holdThenReject(app: Awaited<ReturnType<typeof makeApp>>, thread: 
   expect(parseSse(await res.text()).at(-1)!.data.status).toBe("ok");
 }
 
+/** A lookup whose result is about 400 estimated tokens: a turn that calls it grows past a small budget. */
+const bigLookup = defineTool({
+  name: "big_lookup",
+  description: "Looks up a lot.",
+  parameters: { type: "object", properties: {} },
+  calls: [],
+  run: async () => "r".repeat(1_600),
+});
+
 /** An app whose gated create_order waits on a decision, with the recording fake model. */
 async function gatedApp(env: Record<string, string>) {
   const { model, sent } = recordingFake();
-  const app = await makeApp({ ORDERS_URL: "http://127.0.0.1:9", ...env }, { model, policyText: ordersPolicy(), tools: [lookup, createOrder] });
+  const app = await makeApp({ ORDERS_URL: "http://127.0.0.1:9", ...env }, { model, policyText: ordersPolicy(), tools: [lookup, bigLookup, createOrder] });
   return { app, sent };
 }
 
@@ -167,6 +176,51 @@ describe("the history budget's edges", () => {
       const last = sent.at(-1)!;
       expect(last.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
       expect(last.system).not.toContain(HISTORY_CUT_NOTE);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("a run resumed after an approval is sent the older turns its turn started with, however far the turn grew", async () => {
+    const { app, sent } = await gatedApp({ MAX_HISTORY_TOKENS: "300" });
+    try {
+      // An older turn of about 215 estimated tokens: it fits beside a new turn's short message.
+      const older = `older ${"a".repeat(400)}`;
+      await chat(app, { message: older, thread_id: "grown" });
+      // The turn's first step fetches about 400 tokens (now over the budget with the older turn), its second waits on a decision.
+      const before = sent.length;
+      await holdThenReject(app, "grown", '/call big_lookup {}\n/step\n/call create_order {"item":"book"}');
+      const [first, second, resumed] = sent.slice(before);
+      expect(sent.length - before).toBe(3);
+      // Chosen as the turn started: the older turn, at each step of the run and in the run resumed after the decision.
+      for (const step of [first!, second!, resumed!]) {
+        expect(step.messages[0]).toMatchObject({ role: "user", content: older });
+        expect(step.system).not.toContain(HISTORY_CUT_NOTE);
+      }
+      expect(resumed!.messages.slice(0, 3)).toEqual(first!.messages.slice(0, 3));
+      // Its turn is sent whole: the big result, the rejected call and its result.
+      expect(resumed!.messages.slice(2).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "tool"]);
+      // The next turn chooses again: the older turn no longer fits beside the grown one.
+      await chat(app, { message: "and now?", thread_id: "grown" });
+      expect(sent.at(-1)!.messages.map((m) => m.content)).not.toContain(older);
+      expect(sent.at(-1)!.system).toContain(HISTORY_CUT_NOTE);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("a resumed run reads as far back as its turn's start chose, past the first page (64 messages)", async () => {
+    const { app, sent } = await gatedApp({ MAX_HISTORY_TOKENS: "600" });
+    try {
+      // 70 short turns: at the next turn's start about 50 of them fit, over 64 messages.
+      for (let i = 0; i < 70; i++) await chat(app, { message: `t${i}`, thread_id: "paged" });
+      const before = sent.length;
+      await holdThenReject(app, "paged", '/call big_lookup {}\n/step\n/call create_order {"item":"book"}');
+      const [first, , resumed] = sent.slice(before);
+      const olderOf = (step: { messages: readonly { role: string; content: string }[] }) => step.messages.slice(0, step.messages.findLastIndex((m) => m.role === "user"));
+      expect(olderOf(first!).length).toBeGreaterThan(64);
+      expect(olderOf(resumed!)).toEqual(olderOf(first!));
+      expect(resumed!.system).toBe(first!.system);
     } finally {
       await app.close();
     }

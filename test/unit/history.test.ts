@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { messageTokens, windowHistory, windowSettled } from "../../src/agent/history.js";
+import { messageTokens, turnStartSettled, turnStartWindow, windowHistory, windowSettled } from "../../src/agent/history.js";
 import { STEP_LIMIT_REPLY } from "../../src/agent/loop.js";
 import { readHistory } from "../../src/runs/history.js";
 import type { Message, Store } from "../../src/store/ports.js";
@@ -70,6 +70,25 @@ describe("windowHistory", () => {
     expect(windowSettled([user(400), said(400)], 10)).toBe(false);
   });
 
+  it("a turn under way keeps the older turns chosen at its start: its own growth does not count", () => {
+    const older = [user(400), said(400)];
+    const turn = [user(8), call("c1"), result("c1", 4000)];
+    const atStart = [...older, turn[0]!].reduce((sum, m) => sum + messageTokens(m), 0);
+    expect(turnStartWindow([...older, ...turn], atStart)).toEqual({ messages: [...older, ...turn], cut: false });
+    expect(windowHistory([...older, ...turn], atStart)).toEqual({ messages: turn, cut: true });
+    expect(turnStartWindow([...older, ...turn], atStart - 1)).toEqual({ messages: turn, cut: true });
+    // Nothing starts a turn: windowed as it is.
+    const answers = [said(8), said(8)];
+    expect(turnStartWindow(answers, 1)).toEqual({ messages: answers, cut: false });
+    // Settled only once the turn's user message is read, and then by what came before it.
+    expect(turnStartSettled([call("c2"), result("c2", 4000)], 10)).toBe(false);
+    expect(turnStartSettled([said(400), ...turn], 10)).toBe(true);
+    expect(turnStartSettled([said(8), ...turn], 10_000)).toBe(false);
+    expect(windowSettled([said(8), ...turn], 10_000)).toBe(false);
+    expect(windowSettled([said(8), ...turn], 1_000)).toBe(true);
+    expect(turnStartSettled([said(8), ...turn], 1_000)).toBe(false);
+  });
+
   it("a resumed turn that starts exactly at a page's start still gets the stopped turn before it", async () => {
     const stoppedTurn = [user(8), { id: `m${n++}`, role: "assistant", content: `w\n\n${STEP_LIMIT_REPLY}` } satisfies Message];
     const current: Message[] = [user(8)];
@@ -80,5 +99,8 @@ describe("windowHistory", () => {
     const store = { getMessagePage: async (_id: string, page: { limit: number }) => thread.slice(-page.limit) } as unknown as Store;
     const { messages, whole } = await readHistory(store, "t", 100);
     expect(windowHistory(messages, 100, whole).messages[0]).toBe(stoppedTurn[0]);
+    // As a resumed run reads it: the turn under way's own messages do not settle the page.
+    const underWay = await readHistory(store, "t", 100, true);
+    expect(turnStartWindow(underWay.messages, 100, underWay.whole).messages[0]).toBe(stoppedTurn[0]);
   });
 });

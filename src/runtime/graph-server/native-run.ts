@@ -6,7 +6,7 @@
  * (spec 4.6): no timeout, no thread lease, no run record, except the record a pause needs so our
  * approval route can resume the run.
  */
-import { HISTORY_CUT_NOTE, windowHistory } from "../../agent/history.js";
+import { HISTORY_CUT_NOTE, turnStartWindow } from "../../agent/history.js";
 import type { RunEvent } from "../../agent/events.js";
 import { Loop } from "../../agent/loop.js";
 import { ACTIONS, type Principal } from "../../auth/principal.js";
@@ -137,17 +137,11 @@ export function nativeRun(host: GraphServerHost, config: NodeConfig): NativeRun 
 }
 
 /**
- * The window of a step of the turn being answered, and the user's words that started the turn:
- * the older turns are chosen as the turn starts (the thread up to its user message), as a
- * standalone run chooses them once at its start, and the turn's own steps follow. Each step runs
+ * The window of a step of the turn being answered (turnStartWindow: the older turns as the turn
+ * started, then the turn's own steps), and the user's words that started the turn. Each step runs
  * this node again on the whole thread; choosing again with the turn's growth would drop an older
  * turn between two model steps of one turn.
  */
 function turnWindow(all: readonly Message[], budget: number): { messages: Message[]; cut: boolean; words: string } {
-  let start = all.length - 1;
-  while (start >= 0 && all[start]!.role !== "user") start--;
-  if (start < 0) return { ...windowHistory(all, budget, true), words: "" };
-  const { messages, cut } = windowHistory(all.slice(0, start + 1), budget, true);
-  for (let i = start + 1; i < all.length; i++) messages.push(all[i]!);
-  return { messages, cut, words: all[start]!.content };
+  return { ...turnStartWindow(all, budget, true), words: all.findLast((m) => m.role === "user")?.content ?? "" };
 }
