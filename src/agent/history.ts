@@ -9,8 +9,9 @@
  * out, and the system prompt then says so. The current turn is always sent whole, even when it
  * alone is over the budget, and so is the turn before it when the step limit ended that turn (a
  * `continue` resumes its work). The older turns are chosen as a turn starts and stay the same
- * while it grows, also across an approval (turnStartWindow). Sizes are estimated, as the fake model counts tokens: a quarter of
- * the characters (code points) of the content and tool calls (rounded up), plus 4 per message.
+ * while it grows, also across an approval (turnStartWindow). Sizes are estimated, as the fake
+ * model counts tokens: a quarter of the characters (code points) of the content and tool calls
+ * (rounded up), plus 4 per message.
  */
 import { codePointLength } from "../json.js";
 import type { Message } from "../store/ports.js";
