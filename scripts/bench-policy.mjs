@@ -11,15 +11,19 @@
 //    rules), loaded with loadPolicy, and ~10,000 pre-generated varied calls (allowed, gated,
 //    denied, not allowed, wrong method). (a) judge() on pre-described calls; (b) describeCall()
 //    from the raw path string + judge(), as the client does. Each runs --seconds after --warmup.
-// 2. Added latency: a node:http upstream answering a small JSON body. (i) bare fetch(url) +
-//    res.json(); (ii) the policy client (createPolicyClient + preparePolicy, same policy) doing
-//    request("api", GET /items/{id}, pathParams, query). Sequential, N calls per mode per round,
-//    in pairs of blocks of 20 (bare then client, client then bare, ...). A round's added latency
-//    is the median over its pairs of (client block mean - bare block mean), as a share of the
-//    bare blocks' median: both blocks of a pair see the same moment of a machine whose speed
-//    drifts and stalls. The median of rounds is the figure judged against the target; the
-//    difference of the means of all calls is printed beside it, and a smaller bare-against-bare
-//    round in each round shows the harness's own noise.
+// 2. Added latency: a node:http upstream answering a small JSON body. (i) bare: the Node entry's
+//    outbound fetch (src/runtime/outbound.ts: the undici package with the API's connect timeout)
+//    + res.json(); (ii) the policy client as the Node entry makes it (createPolicyClient +
+//    preparePolicy, same policy, that fetch, shared deadlines) doing request("api", GET
+//    /items/{id}, pathParams, query); (iii) the runtime's own fetch(url) + res.json(), as a tool
+//    calling fetch itself would. Sequential, N calls per mode per round, in groups of blocks of
+//    20 (bare, client, fetch(url), then the reverse, ...). A round's added latency is the median
+//    over its groups of (client block mean - bare block mean), as a share of the bare blocks'
+//    median: the blocks of a group see the same moment of a machine whose speed drifts and
+//    stalls. The median of rounds is the figure judged against the target (the client against
+//    the same transport without it); the client against fetch(url) and the difference of the
+//    means of all calls are printed beside it, and a smaller bare-against-bare round in each
+//    round shows the harness's own noise.
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { stringify } from "yaml";
@@ -27,6 +31,7 @@ import { createPolicyClient } from "../src/policy/client.ts";
 import { loadPolicy } from "../src/policy/document.ts";
 import { describeCall, judge } from "../src/policy/judge.ts";
 import { preparePolicy } from "../src/policy/setup.ts";
+import { nodeOutboundFetch } from "../src/runtime/outbound.ts";
 import { benchOptions, closeServer, log, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
@@ -50,6 +55,8 @@ const opts = options(process.argv.slice(2));
 watchdog("bench-policy", 55_000);
 
 const JUDGE_TARGET = 1_000_000;
+/** Every API's timeouts_ms.connect: the bare calls pass the same to the Node entry's fetch. */
+const CONNECT_MS = 1000;
 const LATENCY_TARGET_PCT = 10;
 
 // ---------------------------------------------------------------------------------------------
@@ -142,7 +149,7 @@ function httpApi(name, allowedCount, deniedCount, approvalOps, approvalStyle, in
     allowed_methods: allowedCount === 0 ? (approvalOps > 0 ? "read-write" : "read-only") : ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
     ...(allowed.length > 0 ? { allowed_operations: allowed } : {}),
     denied_operations: denied,
-    timeouts_ms: { connect: 1000, read: 5000 },
+    timeouts_ms: { connect: CONNECT_MS, read: 5000 },
     ...(name === "api" ? { pagination: { page_size_param: "limit", max_page_size: 100 } } : {}),
   };
   if (approvalStyle === "methods+ops") api.approval = { required_for: { methods: ["DELETE"], operations: gatedOps }, approvers: ["requester"], decide_with: "direct", timeout_s: 300 };
@@ -346,33 +353,42 @@ const silent = { debug() {}, info() {}, warning() {}, error() {}, child: () => s
 const BLOCK = 20;
 
 /**
- * `n` calls of each of `a` and `b`, in pairs of blocks of BLOCK calls (a b, then b a, ...). Each
- * pair gives the difference of its two blocks' mean times; both blocks of a pair see the same
- * moment of a machine whose speed drifts and stalls (a loaded 2-core VM: a block now and then
- * runs twice as long), and the median of the differences is the added time the round reports.
+ * `n` calls of each of `fns`, in groups of blocks of BLOCK calls (in order, then in reverse, ...).
+ * Each group gives, for each call after the first, the difference of its block's mean time and
+ * the first's; the blocks of a group see the same moment of a machine whose speed drifts and
+ * stalls (a loaded 2-core VM: a block now and then runs twice as long), and the median of the
+ * differences is the added time the round reports.
  */
-async function paired(a, b, n) {
-  const times = [new Float64Array(n), new Float64Array(n)];
-  const blockMeans = [[], []];
-  const diffs = [];
-  const fns = [a, b];
+async function paired(fns, n) {
+  const times = fns.map(() => new Float64Array(n));
+  const blockMeans = fns.map(() => []);
+  const forward = fns.map((_, k) => k);
+  const backward = [...forward].reverse();
   for (let done = 0, block = 0; done < n; done += BLOCK, block++) {
     const size = Math.min(BLOCK, n - done);
-    const order = block % 2 === 0 ? [0, 1] : [1, 0];
-    const sums = [0, 0];
-    for (const k of order)
+    for (const k of block % 2 === 0 ? forward : backward) {
+      let sum = 0;
       for (let i = 0; i < size; i++) {
         const t0 = performance.now();
         await fns[k]();
         const t = performance.now() - t0;
         times[k][done + i] = t;
-        sums[k] += t;
+        sum += t;
       }
-    blockMeans[0].push(sums[0] / size);
-    blockMeans[1].push(sums[1] / size);
-    diffs.push((sums[1] - sums[0]) / size);
+      blockMeans[k].push(sum / size);
+    }
   }
-  return { a: stats(times[0]), b: stats(times[1]), aBlock: median(blockMeans[0]), added: median(diffs) };
+  const base = median(blockMeans[0]);
+  return {
+    stats: times.map(stats),
+    /** The median of the first call's block means. */
+    base,
+    /** Per call after the first: the median over the groups of its block's mean minus the first's, and as a share of the first's. */
+    added: blockMeans.map((means) => {
+      const added = median(means.map((m, g) => m - blockMeans[0][g]));
+      return { added, pct: (100 * added) / base };
+    }),
+  };
 }
 
 async function benchClient(policyText, specs) {
@@ -384,6 +400,7 @@ async function benchClient(policyText, specs) {
       env[s.api.base_url_env] = base;
       if (s.api.token_env) env[s.api.token_env] = `token-${s.name}`;
     }
+    const entryFetch = nodeOutboundFetch();
     const setup = await preparePolicy({ path: "policy.yaml", explicit: false, readText: async () => undefined, env, tools: [], recursionLimit: 50, text: policyText });
     if (!setup) throw new Error("preparePolicy returned no policy");
     const client = createPolicyClient({
@@ -391,7 +408,9 @@ async function benchClient(policyText, specs) {
       baseUrls: setup.baseUrls,
       tokens: setup.tokens,
       labels: setup.labels,
-      fetch: globalThis.fetch,
+      // As the Node entry sends (src/runtime/node.ts): the undici package's fetch with a
+      // dispatcher that bounds the connection by the API's timeouts_ms.connect.
+      fetch: entryFetch,
       clock: { now: () => Date.now() },
       logger: silent,
       gate: undefined,
@@ -406,16 +425,23 @@ async function benchClient(policyText, specs) {
     const request = { method: "GET", path: "/items/{id}", pathParams: { id: "42" }, query: { limit: 10 } };
     const url = `${base}/items/42?limit=10`;
 
+    // The same transport without the client: the Node entry's fetch with only the connect timeout.
     const bareOnce = async () => {
-      const res = await fetch(url);
+      const res = await entryFetch(url, { connectTimeoutMs: CONNECT_MS });
       const body = await res.json();
       if (res.status !== 200 || body.id !== "42") throw new Error(`bare fetch: unexpected answer ${res.status}`);
     };
     // The same bare call under another name: measured against bareOnce, it shows the harness's noise.
     const bareAgain = async () => {
-      const res = await fetch(url);
+      const res = await entryFetch(url, { connectTimeoutMs: CONNECT_MS });
       const body = await res.json();
       if (res.status !== 200 || body.id !== "42") throw new Error(`bare fetch: unexpected answer ${res.status}`);
+    };
+    // What a tool calling the runtime's fetch itself would pay: fetch(url).
+    const runtimeOnce = async () => {
+      const res = await fetch(url);
+      const body = await res.json();
+      if (res.status !== 200 || body.id !== "42") throw new Error(`runtime fetch: unexpected answer ${res.status}`);
     };
     const clientOnce = async () => {
       const res = await api.request("api", request);
@@ -425,38 +451,48 @@ async function benchClient(policyText, specs) {
     for (let i = 0; i < opts.warmupCalls; i++) {
       await bareOnce();
       await clientOnce();
+      await runtimeOnce();
       await bareAgain();
     }
     const rounds = [];
     const noise = [];
     const us = (v) => (v * 1000).toFixed(1);
     for (let r = 0; r < opts.rounds; r++) {
-      const p = await paired(bareOnce, clientOnce, opts.n);
+      const p = await paired([bareOnce, clientOnce, runtimeOnce], opts.n);
+      const [bare, through, runtime] = p.stats;
       const round = {
-        bare: p.a,
-        through: p.b,
-        added: p.added * 1000,
-        pct: (100 * p.added) / p.aBlock,
-        meanAdded: (p.b.mean - p.a.mean) * 1000,
-        meanPct: (100 * (p.b.mean - p.a.mean)) / p.a.mean,
+        bare,
+        through,
+        runtime,
+        added: p.added[1].added * 1000,
+        pct: p.added[1].pct,
+        meanAdded: (through.mean - bare.mean) * 1000,
+        meanPct: (100 * (through.mean - bare.mean)) / bare.mean,
+        // Against fetch(url): the client's added time less the runtime fetch's, over the same bare blocks.
+        overRuntime: (p.added[1].added - p.added[2].added) * 1000,
+        overRuntimePct: (100 * (p.added[1].added - p.added[2].added)) / (p.base + p.added[2].added),
       };
       rounds.push(round);
       // A smaller A/A round: bare against bare, whose true difference is nil.
-      const aa = await paired(bareOnce, bareAgain, Math.max(BLOCK, opts.n >> 2));
-      noise.push((100 * aa.added) / aa.aBlock);
+      const aa = await paired([bareOnce, bareAgain], Math.max(BLOCK, opts.n >> 2));
+      noise.push(aa.added[1].pct);
       log(
-        `round ${r + 1}: bare mean ${us(p.a.mean)} p50 ${us(p.a.p50)} p99 ${us(p.a.p99)} us | client mean ${us(p.b.mean)} p50 ${us(p.b.p50)} p99 ${us(p.b.p99)} us | ` +
-          `added ${round.added.toFixed(1)} us (${round.pct.toFixed(1)}%), on the means ${round.meanAdded.toFixed(1)} us (${round.meanPct.toFixed(1)}%) | bare vs bare ${noise.at(-1).toFixed(1)}%`,
+        `round ${r + 1}: bare mean ${us(bare.mean)} p50 ${us(bare.p50)} p99 ${us(bare.p99)} us | client mean ${us(through.mean)} p50 ${us(through.p50)} p99 ${us(through.p99)} us | ` +
+          `fetch(url) p50 ${us(runtime.p50)} us | added ${round.added.toFixed(1)} us (${round.pct.toFixed(1)}%), on the means ${round.meanAdded.toFixed(1)} us (${round.meanPct.toFixed(1)}%), ` +
+          `over fetch(url) ${round.overRuntime.toFixed(1)} us | bare vs bare ${noise.at(-1).toFixed(1)}%`,
       );
     }
     const m = (f) => median(rounds.map(f));
     return {
       bare: { mean: m((r) => r.bare.mean), p50: m((r) => r.bare.p50), p99: m((r) => r.bare.p99) },
       through: { mean: m((r) => r.through.mean), p50: m((r) => r.through.p50), p99: m((r) => r.through.p99) },
+      runtime: { mean: m((r) => r.runtime.mean), p50: m((r) => r.runtime.p50), p99: m((r) => r.runtime.p99) },
       added: m((r) => r.added),
       pct: m((r) => r.pct),
       meanAdded: m((r) => r.meanAdded),
       meanPct: m((r) => r.meanPct),
+      overRuntime: m((r) => r.overRuntime),
+      overRuntimePct: m((r) => r.overRuntimePct),
       noisePct: median(noise),
     };
   } finally {
@@ -492,9 +528,11 @@ async function main() {
   const lat = await benchClient(text, specs);
   const us = (v) => (v * 1000).toFixed(1);
   log(`median of ${opts.rounds} rounds:`);
-  log(`  bare fetch     mean ${us(lat.bare.mean).padStart(7)} us  p50 ${us(lat.bare.p50).padStart(7)} us  p99 ${us(lat.bare.p99).padStart(7)} us`);
+  log(`  bare fetch     mean ${us(lat.bare.mean).padStart(7)} us  p50 ${us(lat.bare.p50).padStart(7)} us  p99 ${us(lat.bare.p99).padStart(7)} us  (the Node entry's fetch, the same transport)`);
   log(`  policy client  mean ${us(lat.through.mean).padStart(7)} us  p50 ${us(lat.through.p50).padStart(7)} us  p99 ${us(lat.through.p99).padStart(7)} us`);
+  log(`  fetch(url)     mean ${us(lat.runtime.mean).padStart(7)} us  p50 ${us(lat.runtime.p50).padStart(7)} us  p99 ${us(lat.runtime.p99).padStart(7)} us  (the runtime's own fetch, as a tool would call it)`);
   log(`  added latency  ${lat.added.toFixed(1)} us per call (${lat.pct.toFixed(1)}% of bare; median of paired blocks), ${lat.meanAdded.toFixed(1)} us on the means of all calls (${lat.meanPct.toFixed(1)}%)`);
+  log(`  over fetch(url) ${lat.overRuntime.toFixed(1)} us per call (${lat.overRuntimePct.toFixed(1)}%)`);
   log(`  bare vs bare   ${lat.noisePct.toFixed(1)}% (the same call under two names: the harness's own noise)`);
 
   log("");
@@ -503,6 +541,7 @@ async function main() {
   log(`  judge (b) describeCall + judge:  ${Math.round(judged.b).toLocaleString("en-US")} decisions/s (target >= ${JUDGE_TARGET.toLocaleString("en-US")}/s: ${judged.b >= JUDGE_TARGET ? "met" : "NOT met"})`);
   log(`  client added latency:            ${lat.added.toFixed(1)} us, ${lat.pct.toFixed(1)}% of bare fetch, median of ${opts.rounds} rounds (target < ${LATENCY_TARGET_PCT}%: ${lat.pct < LATENCY_TARGET_PCT ? "met" : "NOT met"})`);
   log(`  on the means of all calls:       ${lat.meanAdded.toFixed(1)} us, ${lat.meanPct.toFixed(1)}% (stalls of the machine land in one mode or the other)`);
+  log(`  over the runtime's fetch(url):   ${lat.overRuntime.toFixed(1)} us, ${lat.overRuntimePct.toFixed(1)}% (what a tool pays against calling fetch itself)`);
   log(`  total time ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
