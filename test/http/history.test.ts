@@ -6,7 +6,7 @@
  * window always starts at a user message with every tool result beside its call, and the system
  * prompt says when earlier turns are left out.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { HISTORY_CUT_NOTE } from "../../src/agent/history.js";
 import type { Model, ModelRequest } from "../../src/agent/model.js";
 import { createFakeModel } from "../../src/agent/providers/fake.js";
@@ -17,6 +17,7 @@ import type { Store } from "../../src/store/ports.js";
 import { chat, makeApp, parseSse, post } from "../helpers.js";
 import { loopbackUpstream, sse } from "../providers/support.js";
 import { createOrder, ordersPolicy } from "../support/orders.js";
+import { scratchDatabase, TEST_DSN } from "../support/postgres.js";
 
 const model = loopbackUpstream({ basePath: "/v1" });
 
@@ -158,12 +159,18 @@ const bigLookup = defineTool({
   run: async () => "r".repeat(1_600),
 });
 
-/** An app whose gated create_order waits on a decision, with the recording fake model. */
-async function gatedApp(env: Record<string, string>) {
+/** An app whose gated create_order waits on a decision, with the recording fake model (on PostgreSQL with `sqlSchema`). */
+async function gatedApp(env: Record<string, string>, sqlSchema?: string) {
   const { model, sent } = recordingFake();
-  const app = await makeApp({ ORDERS_URL: "http://127.0.0.1:9", ...env }, { model, policyText: ordersPolicy(), tools: [lookup, bigLookup, createOrder] });
+  const app = await makeApp(
+    { ORDERS_URL: "http://127.0.0.1:9", ...env, ...(sqlSchema ? { CHECKPOINTER: "sql", SQLDB_DSN: TEST_DSN } : {}) },
+    { model, policyText: ordersPolicy(), tools: [lookup, bigLookup, createOrder], ...(sqlSchema ? { sqlSchema } : {}) },
+  );
   return { app, sent };
 }
+
+const pg = scratchDatabase();
+afterAll(() => pg.cleanup());
 
 describe("the history budget's edges", () => {
   it("counts characters as code points: a turn of emoji that fits is sent, and no note says otherwise", async () => {
@@ -209,22 +216,24 @@ describe("the history budget's edges", () => {
     }
   });
 
-  it("a resumed run reads as far back as its turn's start chose, past the first page (64 messages)", async () => {
-    const { app, sent } = await gatedApp({ MAX_HISTORY_TOKENS: "600" });
-    try {
-      // 70 short turns: at the next turn's start about 50 of them fit, over 64 messages.
-      for (let i = 0; i < 70; i++) await chat(app, { message: `t${i}`, thread_id: "paged" });
-      const before = sent.length;
-      await holdThenReject(app, "paged", '/call big_lookup {}\n/step\n/call create_order {"item":"book"}');
-      const [first, , resumed] = sent.slice(before);
-      const olderOf = (step: { messages: readonly { role: string; content: string }[] }) => step.messages.slice(0, step.messages.findLastIndex((m) => m.role === "user"));
-      expect(olderOf(first!).length).toBeGreaterThan(64);
-      expect(olderOf(resumed!)).toEqual(olderOf(first!));
-      expect(resumed!.system).toBe(first!.system);
-    } finally {
-      await app.close();
-    }
-  });
+  for (const store of ["memory", "PostgreSQL"] as const) {
+    it(`a resumed run reads as far back as its turn's start chose, past the first page (64 messages; ${store})`, async () => {
+      const { app, sent } = await gatedApp({ MAX_HISTORY_TOKENS: "600" }, store === "PostgreSQL" ? pg.fresh() : undefined);
+      try {
+        // 70 short turns: at the next turn's start about 50 of them fit, over 64 messages.
+        for (let i = 0; i < 70; i++) await chat(app, { message: `t${i}`, thread_id: "paged" });
+        const before = sent.length;
+        await holdThenReject(app, "paged", '/call big_lookup {}\n/step\n/call create_order {"item":"book"}');
+        const [first, , resumed] = sent.slice(before);
+        const olderOf = (step: { messages: readonly { role: string; content: string }[] }) => step.messages.slice(0, step.messages.findLastIndex((m) => m.role === "user"));
+        expect(olderOf(first!).length).toBeGreaterThan(64);
+        expect(olderOf(resumed!)).toEqual(olderOf(first!));
+        expect(resumed!.system).toBe(first!.system);
+      } finally {
+        await app.close();
+      }
+    });
+  }
 
   it("a run resumed on a thread of exactly one first page (64 messages) sends it whole without the note", async () => {
     const { app, sent } = await gatedApp({ MAX_HISTORY_TOKENS: "100", RECURSION_LIMIT: "100" });
