@@ -132,9 +132,14 @@ const ENCODINGS = new Set(["", "identity", "gzip", "x-gzip", "deflate"]);
  * rest is discarded and the call fails. fetch decodes gzip and deflate itself, so the bytes read
  * are the decoded ones.
  */
-export async function readAnswer(response: Response, maxBytes: number | undefined, stopped: () => boolean = () => false): Promise<Uint8Array> {
+export function readAnswer(response: Response, maxBytes: number | undefined, stopped: () => boolean = () => false): Promise<Uint8Array> {
   // Uncapped answers are read the same way, so a caller that gave up stops the read at once.
-  if (maxBytes === undefined) return readCapped(response.body, Infinity, tooLarge(0), stopped);
+  // Not an async function itself: the common uncapped read costs no promise of its own.
+  if (maxBytes === undefined) return readCapped(response.body, Infinity, stoppedUncapped, stopped);
+  return readWithCap(response, maxBytes, stopped);
+}
+
+async function readWithCap(response: Response, maxBytes: number, stopped: () => boolean): Promise<Uint8Array> {
   const encoding = (response.headers.get("content-encoding") ?? "").trim().toLowerCase();
   if (!ENCODINGS.has(encoding)) {
     await response.body?.cancel().catch(() => {});
@@ -143,13 +148,16 @@ export async function readAnswer(response: Response, maxBytes: number | undefine
   const declared = response.headers.get("content-length");
   if (encoding === "" && declared !== null && Number(declared) > maxBytes) {
     await response.body?.cancel().catch(() => {});
-    throw new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
+    throw tooLarge(maxBytes);
   }
-  return readCapped(response.body, maxBytes, tooLarge(maxBytes), stopped);
+  return readCapped(response.body, maxBytes, () => tooLarge(maxBytes), stopped);
 }
 
-function tooLarge(maxBytes: number): () => Error {
-  return () => new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
+/** An uncapped read only fails when its caller stopped it; the caller has failed already. */
+const stoppedUncapped = (): Error => new ApiCallError("the answer was not read: the call was stopped");
+
+function tooLarge(maxBytes: number): Error {
+  return new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);
 }
 
 const decoder = new TextDecoder();

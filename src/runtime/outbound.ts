@@ -12,13 +12,28 @@ let undici: Promise<typeof import("undici")> | undefined;
 
 export function nodeOutboundFetch(): typeof fetch {
   const agents = new Map<number, Agent>();
-  return (async (input: RequestInfo | URL, init?: RequestInit & { connectTimeoutMs?: number }) => {
+  /** undici once loaded: later calls go to it without waiting a turn for the import. */
+  let loaded: typeof import("undici") | undefined;
+
+  function send(mod: typeof import("undici"), input: RequestInfo | URL, init: RequestInit & { connectTimeoutMs?: number }, ms: number): Promise<Response> {
+    let agent = agents.get(ms);
+    if (!agent) agents.set(ms, (agent = new mod.Agent({ connect: { timeout: ms } })));
+    // The init's members less the connect timeout, copied by hand: object rest and spread cost
+    // more than the loop on a call's path. The dispatcher is set last: ours wins.
+    const options: Record<string, unknown> = {};
+    for (const key in init) if (key !== "connectTimeoutMs" && Object.hasOwn(init, key)) options[key] = init[key as keyof RequestInit];
+    options.dispatcher = agent;
+    return mod.fetch(input as never, options as never) as unknown as Promise<Response>;
+  }
+
+  return ((input: RequestInfo | URL, init?: RequestInit & { connectTimeoutMs?: number }) => {
     const ms = init?.connectTimeoutMs;
     if (ms === undefined) return fetch(input, init);
-    const { connectTimeoutMs: _ms, ...rest } = init!;
-    const { Agent, fetch: undiciFetch } = await (undici ??= import("undici"));
-    let agent = agents.get(ms);
-    if (!agent) agents.set(ms, (agent = new Agent({ connect: { timeout: ms } })));
-    return undiciFetch(input as never, { ...(rest as object), dispatcher: agent } as never) as unknown as Promise<Response>;
+    try {
+      if (loaded) return send(loaded, input, init!, ms);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return (undici ??= import("undici")).then((mod) => send((loaded = mod), input, init!, ms));
   }) as typeof fetch;
 }
