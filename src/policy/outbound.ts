@@ -39,7 +39,7 @@ export type OutboundInit = RequestInit & { readonly connectTimeoutMs?: number };
 
 export async function exchange(fetchFn: typeof fetch, call: OutboundCall, state: ExchangeState): Promise<ApiResponse> {
   const { api } = call;
-  const init: { -readonly [K in keyof OutboundInit]: OutboundInit[K] } = { method: call.method, headers: call.headers, redirect: "manual", connectTimeoutMs: api.timeouts.connect };
+  const init: OutboundInit = { method: call.method, headers: call.headers, redirect: "manual", connectTimeoutMs: api.timeouts.connect };
   if (call.body !== undefined) init.body = JSON.stringify(call.body);
   const response = await fetchFn(call.url, init);
   state.answer = response;
