@@ -85,34 +85,46 @@ class BoundLogger implements Logger {
   private emit(level: LogLevel, message: string, fields?: LogFields): void {
     const { sink } = this;
     if (RANK[level] < sink.threshold) return;
-    const record: Record<string, unknown> = {
-      ts: new Date(sink.now()).toISOString(),
-      level,
-      logger: this.name,
-      message,
-      request_id: null,
-    };
-    // The root's fields first, a child's over its parent's, the line's own last.
-    const chain: LogFields[] = [];
-    for (let l: BoundLogger | undefined = this; l; l = l.parent) chain.push(l.bound);
-    if (fields) chain.unshift(fields);
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const src = chain[i]!;
-      // An undefined field clears what a parent said, as a merged copy would.
-      for (const k in src) record[k] = src[k];
-    }
-    for (const k in record) if (record[k] === undefined) delete record[k];
+    const record: Record<string, unknown> = { ts: isoTime(sink.now()), level, logger: this.name, message, request_id: null };
+    // The root's fields first, a child's over its parent's, the line's own last. An undefined
+    // field clears what a parent said, as a merged copy would: both formats leave it out.
+    this.assignBound(record);
+    if (fields) for (const k in fields) record[k] = fields[k];
     sink.write(sink.format === "json" ? JSON.stringify(record) : textLine(record));
+  }
+
+  /** The chain's fields into `record`, the root's first (recursion: no array of the chain is built). */
+  private assignBound(record: Record<string, unknown>): void {
+    this.parent?.assignBound(record);
+    const { bound } = this;
+    for (const k in bound) record[k] = bound[k];
   }
 }
 
+/**
+ * The record's `ts`, made once a millisecond: lines written within the same millisecond (a busy
+ * process writes several) share it, and `toISOString` was a third of a line's cost.
+ */
+let lastMs = NaN;
+let lastIso = "";
+function isoTime(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
+}
+
+const HEAD_FIELDS = new Set(["ts", "level", "logger", "message"]);
+
 function textLine(record: Record<string, unknown>): string {
-  const { ts, level, logger, message, ...rest } = record;
-  const extra = Object.entries(rest)
-    .filter(([, v]) => v !== null)
-    .map(([k, v]) => `${k}=${String(v)}`)
-    .join(" ");
-  return `${String(ts)} ${String(level).padEnd(8)} ${String(logger)}: ${String(message)}${extra ? ` ${extra}` : ""}`;
+  let extra = "";
+  for (const k in record) {
+    const v = record[k];
+    if (v === null || v === undefined || HEAD_FIELDS.has(k)) continue;
+    extra += ` ${k}=${String(v)}`;
+  }
+  return `${String(record.ts)} ${String(record.level).padEnd(8)} ${String(record.logger)}: ${String(record.message)}${extra}`;
 }
 
 export const silentLogger: Logger = {
