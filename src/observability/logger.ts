@@ -85,7 +85,7 @@ class BoundLogger implements Logger {
   private emit(level: LogLevel, message: string, fields?: LogFields): void {
     const { sink } = this;
     if (RANK[level] < sink.threshold) return;
-    const record: Record<string, unknown> = { ts: isoTime(sink.now()), level, logger: this.name, message, request_id: null };
+    const record: Record<string, unknown> = { ts: logStamp(sink.now()), level, logger: this.name, message, request_id: null };
     // The root's fields first, a child's over its parent's, the line's own last. An undefined
     // field clears what a parent said, as a merged copy would: both formats leave it out.
     this.assignBound(record);
@@ -102,12 +102,13 @@ class BoundLogger implements Logger {
 }
 
 /**
- * The record's `ts`, made once a millisecond: lines written within the same millisecond (a busy
- * process writes several) share it, and `toISOString` was a third of a line's cost.
+ * The record's `ts` (ISO 8601 with `Z`, unlike records' `+00:00` of clock.ts's isoTime), made once
+ * a millisecond: lines written within the same millisecond (a busy process writes several) share
+ * it, and `toISOString` was a third of a line's cost.
  */
 let lastMs = NaN;
 let lastIso = "";
-function isoTime(ms: number): string {
+function logStamp(ms: number): string {
   if (ms !== lastMs) {
     lastIso = new Date(ms).toISOString();
     lastMs = ms;
