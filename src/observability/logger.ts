@@ -4,6 +4,8 @@
  * query strings are never handed to a logger, so no redaction pass is needed after the fact.
  */
 
+import { isoUtcBody } from "../clock.js";
+
 export type LogLevel = "DEBUG" | "INFO" | "WARNING" | "ERROR" | "CRITICAL";
 export type LogFields = Readonly<Record<string, string | number | boolean | null | undefined>>;
 
@@ -110,7 +112,7 @@ let lastMs = NaN;
 let lastIso = "";
 function logStamp(ms: number): string {
   if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
+    lastIso = `${isoUtcBody(ms)}Z`;
     lastMs = ms;
   }
   return lastIso;
