@@ -30,7 +30,9 @@ let minutePrefix = "";
  * once a minute and the rest by hand: `toISOString` costs about a microsecond, and a busy
  * process stamps a new millisecond several times a chat.
  */
-export function isoUtcBody(ms: number): string {
+export function isoUtcBody(time: number): string {
+  // As Date does: a fraction of a millisecond is dropped, toward zero.
+  const ms = Math.trunc(time);
   const minute = Math.floor(ms / 60_000);
   if (minute !== minuteAt) {
     const iso = new Date(minute * 60_000).toISOString();

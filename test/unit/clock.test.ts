@@ -38,6 +38,10 @@ describe("ISO stamps", () => {
     }
   });
 
+  it("drop a fraction of a millisecond as Date does, toward zero", () => {
+    for (const at of [1.5, 999.999, -0.5, -1.5, -60_000.25, Date.UTC(2026, 10, 29, 7, 30) + 0.75]) expect(isoUtcBody(at), `${at}`).toBe(reference(at));
+  });
+
   it("isoTime: the same text with +00:00; an invalid time throws as toISOString does", () => {
     const at = Date.UTC(2026, 10, 29, 7, 14, 52, 81);
     expect(isoTime(at)).toBe("2026-11-29T07:14:52.081+00:00");
