@@ -4,7 +4,7 @@
  * runs as a new task. Same checks as the HTTP route; only the requester decides over A2A (role
  * approvers use HTTP). A refused decision leaves a waiting task waiting, with a note; a new task fails.
  */
-import { refusalToDecide } from "../approvals/decide.js";
+import { COMMENT_CONTROL, COMMENT_MAX_CHARS, refusalToDecide } from "../approvals/decide.js";
 import type { ApprovalRecord } from "../approvals/types.js";
 import { isRefusal } from "../errors.js";
 import { codePointLength, type JsonValue } from "../json.js";
@@ -26,14 +26,17 @@ interface DecisionRequest {
   readonly digest?: string;
 }
 
-/** The digest's form (CONTRACT 5), as the HTTP route's schema checks it (422 there). */
-
-/** The decision in a data part, or -32602 naming what is malformed: read before any task or approval is. */
+/**
+ * The decision in a data part, or -32602 naming what is malformed: read before any task or
+ * approval is, by the rules of the HTTP route's schema (422 there).
+ */
 function readDecision(d: Record<string, JsonValue>): DecisionRequest {
   const decision = d.decision === "approve" || d.decision === "reject" ? d.decision : undefined;
   if (!decision) throw new RpcError(ERR.invalidParams, "Invalid params: decision must be approve or reject");
-  if (d.comment !== undefined && (typeof d.comment !== "string" || codePointLength(d.comment) > 1000))
-    throw new RpcError(ERR.invalidParams, "Invalid params: comment must be text of at most 1000 characters");
+  if (d.comment !== undefined && (typeof d.comment !== "string" || codePointLength(d.comment) > COMMENT_MAX_CHARS))
+    throw new RpcError(ERR.invalidParams, `Invalid params: comment must be text of at most ${COMMENT_MAX_CHARS} characters`);
+  if (typeof d.comment === "string" && COMMENT_CONTROL.test(d.comment))
+    throw new RpcError(ERR.invalidParams, "Invalid params: comment must not contain control characters other than newline and tab");
   if (d.digest !== undefined && (typeof d.digest !== "string" || !DIGEST_FORM.test(d.digest)))
     throw new RpcError(ERR.invalidParams, "Invalid params: digest should be sha256: followed by 64 lowercase hex characters");
   return {

@@ -14,6 +14,12 @@ import type { ApprovalRecord } from "./types.js";
 import { decidedRelay } from "./relay.js";
 import type { JsonValue } from "../json.js";
 
+/** A decision's comment: at most this many characters (code points, CONTRACT 5). */
+export const COMMENT_MAX_CHARS = 1000;
+/** What a comment must not hold (CONTRACT 5): control characters, C0 and C1, other than newline and tab. */
+// eslint-disable-next-line no-control-regex
+export const COMMENT_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
 export interface DecisionRequest {
   readonly decision: "approve" | "reject";
   readonly comment?: string | undefined;

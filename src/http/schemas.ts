@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { codePointLength } from "../json.js";
 import type { Settings } from "../settings/parse.js";
+import { COMMENT_CONTROL, COMMENT_MAX_CHARS } from "../approvals/decide.js";
 import { DIGEST_FORM } from "../approvals/digest.js";
 import { THREAD_ID_PATTERN, UUID_PATTERN } from "../thread-ids.js";
 
@@ -118,15 +119,13 @@ export const message = z
 export const decisionSchema = z
   .strictObject({
     decision: z.enum(["approve", "reject"]),
+    // zod counts a string's length in code points, as CONTRACT 5 does.
     comment: z
       .string()
-      .max(1000)
+      .max(COMMENT_MAX_CHARS)
       .superRefine((s, ctx) => {
-        // eslint-disable-next-line no-control-regex
-        if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(s))
+        if (COMMENT_CONTROL.test(s))
           ctx.addIssue({ code: "custom", message: "Comment must not contain control characters other than newline and tab", params: { type: "control_characters" } });
-        if (codePointLength(s) > 1000)
-          ctx.addIssue({ code: "custom", message: "String should have at most 1000 characters", params: { type: "string_too_long", ctx: { max_length: 1000 } } });
       })
       .optional(),
     digest: z

@@ -10,7 +10,7 @@ import type { z } from "zod";
 import { AppError } from "../errors.js";
 import { valueAt } from "../json.js";
 import { type CompiledTemplate, compileTemplate, pathProblem } from "./paths.js";
-import { API_NAME, type ApiInput, apiSchema, documentSchema, HTTP_METHODS, type OperationEntry } from "./schema.js";
+import { API_NAME, type ApiInput, apiSchema, documentSchema, HTTP_METHODS, type OperationEntry, RELAYER } from "./schema.js";
 
 export interface PolicyProblem {
   readonly place: string;
@@ -195,7 +195,7 @@ function checkApi(api: ApiInput, place: string, problems: PolicyProblem[]): void
       if (!rule.approvers?.includes("requester")) add(`${at}.approvers`, "must include requester with decide_with relayed");
       if (rule.relayers === undefined) add(`${at}.relayers`, "is required with decide_with relayed");
       else if (rule.relayers.length === 0) add(`${at}.relayers`, "must not be empty");
-      else if (rule.relayers.some((r) => !/^[^\s,\u0000-\u001f\u007f]{1,256}$/.test(r)))
+      else if (rule.relayers.some((r) => !RELAYER.test(r)))
         add(`${at}.relayers`, "must be agent ids of 1-256 characters without spaces, commas or control characters");
     } else if (rule.relayers !== undefined) add(`${at}.relayers`, "is only valid with decide_with relayed");
   });

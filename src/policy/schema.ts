@@ -14,16 +14,16 @@ export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "O
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
 const NO_CTRL = /^[^\u0000-\u001f\u007f-\u009f]*$/;
-const NO_SPACE_COMMA_CTRL = /^[^\s,\u0000-\u001f\u007f]+$/;
+const NO_SPACE_COMMA_CTRL = /^[^\s,\u0000-\u001f\u007f-\u009f]+$/;
 export const API_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 export const RPC_METHOD = /^[A-Za-z][A-Za-z0-9_/.]{0,63}$/;
 const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
 
-/** A relayer's id, for editors (document.ts checks relayers together with decide_with). */
-const RELAYER = /^[^\s,\u0000-\u001f\u007f]{1,256}$/;
-const APPROVER = /^(requester|role:[^\s,\u0000-\u001f\u007f]{1,256})$/;
+/** A relayer's id: for editors, and document.ts checks relayers with it together with decide_with. */
+export const RELAYER = /^[^\s,\u0000-\u001f\u007f-\u009f]{1,256}$/;
+const APPROVER = /^(requester|role:[^\s,\u0000-\u001f\u007f-\u009f]{1,256})$/;
 /** Path characters, for editors (paths.ts has the rules): no query, fragment, space, ;, backslash or controls. */
 const PATH_CHARS = "^/[\\x21\\x22\\x24-\\x3a\\x3c-\\x3e\\x40-\\x5b\\x5d-\\x7e]*$";
 

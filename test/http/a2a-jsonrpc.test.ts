@@ -478,6 +478,22 @@ describe("approvals over A2A (spec 4.5)", () => {
     expect(hits).toHaveLength(0);
   });
 
+  it("a comment over 1000 characters or with a control character (C0 or C1) other than newline and tab is -32602, as over HTTP (CONTRACT 5)", async () => {
+    const a = await approvalApp();
+    const t = await send(a, GATED);
+    const ap = approvalOf(t);
+    for (const comment of ["x".repeat(1001), "bell\u0007", "cr\r", "del\u007f", "nel\u0085", "c1\u009f", 7]) {
+      const body = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "reject", comment } }], { taskId: t.id }));
+      expect(body.error?.code, JSON.stringify(comment)).toBe(-32602);
+    }
+    const kept = (await getTask(a, t.id)).result;
+    expect(kept.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    // Newline and tab are fine, and 1000 emoji are 1000 characters.
+    const ok = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "reject", comment: `two\nlines\tand ${"😀".repeat(980)}` } }], { taskId: t.id }));
+    expect(ok.error).toBeUndefined();
+    expect(hits).toHaveLength(0);
+  });
+
   it("a digest that is not sha256: + 64 lowercase hex is -32602 before any approval is looked at (CONTRACT 5)", async () => {
     const a = await approvalApp();
     const t = await send(a, GATED);

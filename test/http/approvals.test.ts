@@ -184,10 +184,15 @@ describe("deciding", () => {
     const missing = await decide(a, "t1", "nope", { decision: "approve" });
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { code: string }).code).toBe("approval_not_found");
-    for (const body of [{ decision: "maybe" }, { decision: "approve", comment: "x".repeat(1001) }, { decision: "approve", comment: "bell\u0007" }, { decision: "approve", digest: `sha256:${"a".repeat(80)}` }, {}]) {
+    for (const body of [{ decision: "maybe" }, { decision: "approve", comment: "x".repeat(1001) }, { decision: "approve", comment: "bell\u0007" }, { decision: "approve", comment: "nel\u0085" }, { decision: "approve", comment: "c1\u009f" }, { decision: "approve", digest: `sha256:${"a".repeat(80)}` }, {}]) {
       const bad = await decide(a, "t1", approval.approval_id, body);
       expect(bad.status, JSON.stringify(body).slice(0, 40)).toBe(422);
     }
+    // One entry per broken rule: a comment too long is said once.
+    const long = (await (await decide(a, "t1", approval.approval_id, { decision: "approve", comment: "x".repeat(1001) })).json()) as { detail: { type: string; loc: string[] }[] };
+    expect(long.detail).toEqual([expect.objectContaining({ type: "string_too_long", loc: ["body", "comment"], ctx: { max_length: 1000 } })]);
+    const control = (await (await decide(a, "t1", approval.approval_id, { decision: "approve", comment: "nel\u0085" })).json()) as { detail: { type: string }[] };
+    expect(control.detail.map((d) => d.type)).toEqual(["control_characters"]);
     // A digest that is not sha256: + 64 lowercase hex is 422, before any approval is looked at (CONTRACT 5).
     for (const digest of [`sha256:${"A".repeat(64)}`, `sha256:${"a".repeat(63)}`, `sha512:${"a".repeat(64)}`, "a".repeat(71), "sha256:"]) {
       for (const id of [approval.approval_id, "no-such-approval"]) {

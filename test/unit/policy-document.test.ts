@@ -240,7 +240,7 @@ describe("loadPolicy: simple keys", () => {
     loads(api({ auth: "forward", forward_audience: "a".repeat(256) }));
     refused(api({ auth: "exchange", exchange: { audience: "a" }, forward_audience: "aud" }), "apis.x.forward_audience", "only valid with auth forward");
     refused(api({ forward_audience: "aud" }), "apis.x.forward_audience", "only valid with auth forward");
-    for (const bad of ["a b", "a,b", "a\u0001b"]) refused(api({ auth: "forward", forward_audience: bad }), "apis.x.forward_audience", "no spaces, commas or control");
+    for (const bad of ["a b", "a,b", "a\u0001b", "a\u0085b", "a\u009fb"]) refused(api({ auth: "forward", forward_audience: bad }), "apis.x.forward_audience", "no spaces, commas or control");
     refused(api({ auth: "forward", forward_audience: "" }), "apis.x.forward_audience", "must not be empty");
     refused(api({ auth: "forward", forward_audience: "a".repeat(257) }), "apis.x.forward_audience", "at most 256");
   });
@@ -273,7 +273,7 @@ describe("loadPolicy: exchange", () => {
     refused(ex({ scope: "a" }), "apis.x.exchange.audience", "is required");
     refused(ex({ audience: "" }), "apis.x.exchange.audience", "must not be empty");
     refused(ex({ audience: "a".repeat(257) }), "apis.x.exchange.audience", "at most 256");
-    for (const bad of ["a b", "a,b", "a\tb"]) refused(ex({ audience: bad }), "apis.x.exchange.audience", "no spaces, commas or control");
+    for (const bad of ["a b", "a,b", "a\tb", "a\u0085b"]) refused(ex({ audience: bad }), "apis.x.exchange.audience", "no spaces, commas or control");
     loads(ex({ audience: "a".repeat(256) }));
   });
 
@@ -656,7 +656,7 @@ describe("loadPolicy: approval rules", () => {
     refusedWithin(withRule({ required_for: { methods: ["POST"] } }), "apis.x.approval");
     refused(withRule({ ...GATE, approvers: [] }), "apis.x.approval.approvers", "must not be empty");
     refusedWithin(withRule({ ...GATE, approvers: "requester" }), "apis.x.approval");
-    for (const [i, bad] of [[0, "admin"], [0, "role:"], [0, "role:a b"], [0, "role:a,b"], [0, `role:${"r".repeat(257)}`], [0, "Requester"], [0, "user:alice"], [1, "role:x\u0001"]] as const) {
+    for (const [i, bad] of [[0, "admin"], [0, "role:"], [0, "role:a b"], [0, "role:a,b"], [0, `role:${"r".repeat(257)}`], [0, "Requester"], [0, "user:alice"], [1, "role:x\u0001"], [1, "role:x\u0085"]] as const) {
       const approvers = i === 0 ? [bad] : ["requester", bad];
       refused(withRule({ ...GATE, approvers }), `apis.x.approval.approvers[${i}]`, "must be requester or role:<name>");
     }
@@ -694,7 +694,7 @@ describe("loadPolicy: approval rules", () => {
     gateOf(withRule({ ...relayed, approvers: ["role:ops", "requester"], relayers: ["a".repeat(256)] }));
     refused(withRule({ ...relayed, relayers: undefined }), "apis.x.approval.relayers", "is required with decide_with relayed");
     refused(withRule({ ...relayed, relayers: [] }), "apis.x.approval.relayers", "must not be empty");
-    for (const bad of ["agent b", "a,b", "", "a".repeat(257), "tab\tx", "ctl\u0001"]) refused(withRule({ ...relayed, relayers: ["ok", bad] }), "apis.x.approval.relayers", "agent ids");
+    for (const bad of ["agent b", "a,b", "", "a".repeat(257), "tab\tx", "ctl\u0001", "nel\u0085"]) refused(withRule({ ...relayed, relayers: ["ok", bad] }), "apis.x.approval.relayers", "agent ids");
     refused(withRule({ ...relayed, approvers: ["role:ops"] }), "apis.x.approval.approvers", "must include requester");
     refused(withRule([GATE, { ...relayed, relayers: undefined }]), "apis.x.approval[1].relayers", "is required with decide_with relayed");
     refused(withRule([GATE, { ...relayed, approvers: ["role:ops"] }]), "apis.x.approval[1].approvers", "must include requester");
