@@ -134,6 +134,7 @@ export interface CreateAppOptions {
 /** What the graph-server runtime reuses of a composed app (see CreateAppOptions.onParts). */
 export interface AppParts {
   readonly settings: Settings;
+  readonly ids: Ids;
   readonly auth: AuthPolicy;
   readonly hashPrincipal: PrincipalHasher;
   readonly runs: RunsContext;
@@ -245,7 +246,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     tracing,
   };
   const runs = createRuns(runsContext);
-  options.onParts?.({ settings, auth, hashPrincipal, runs: runsContext });
+  options.onParts?.({ settings, ids, auth, hashPrincipal, runs: runsContext });
   const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId });
   // Work a request leaves going once its response has ended (tasks settled after a resumed run):
   // tracked, so a runtime that ends a request's I/O with its response can wait for it (settled).

@@ -261,6 +261,25 @@ describe("the graph server's native API behind our auth policy", () => {
     expect((await rt.fetch("/threads/search", { body: {}, as: "", headers: { "x-auth-scheme": "langsmith" } })).status).toBe(401);
     expect((await rt.fetch(`/threads/${threadId}`, { as: "bob", headers: { "x-auth-scheme": "langsmith" } })).status).toBe(404);
     expect((await rt.fetch("/chat", { body: { message: "x" }, as: "" })).status).toBe(401);
+    // A native route refuses as ours do: the JSON {detail} body, WWW-Authenticate, and a request id.
+    for (const as of ["", "nobody"]) {
+      const refused = await rt.fetch("/threads/search", { body: {}, as });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(refused.headers.get("www-authenticate")).toMatch(/^Bearer/);
+      expect(refused.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
+      expect(await refused.json()).toEqual({ detail: expect.any(String) });
+    }
+    const echoed = await rt.fetch("/assistants/search", { body: {}, as: "", headers: { "x-request-id": "req-native.1" } });
+    expect([echoed.status, echoed.headers.get("x-request-id")]).toEqual([401, "req-native.1"]);
+    // Every native answer carries X-Request-ID (spec 4), a valid one sent is echoed; ours keep theirs.
+    const searched = await rt.fetch("/threads/search", { body: {} });
+    expect(searched.status).toBe(200);
+    expect(searched.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
+    expect((await rt.fetch("/threads/search", { body: {}, headers: { "x-request-id": "req-native.2" } })).headers.get("x-request-id")).toBe("req-native.2");
+    expect((await rt.fetch("/threads/search", { body: {}, headers: { "x-request-id": "bad id" } })).headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
+    expect((await rt.fetch(`/threads/${threadId}/state`, { as: "bob" })).headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
+    expect((await rt.fetch("/threads", { headers: { "x-request-id": "req-own.3" } })).headers.get("x-request-id")).toBe("req-own.3");
     // CORS_ALLOWED_ORIGINS (none by default) holds for the native API too.
     const cross = await rt.fetch("/threads/search", { body: {}, headers: { origin: "https://elsewhere.example" } });
     expect(cross.headers.get("access-control-allow-origin")).toBeNull();

@@ -21,7 +21,9 @@ import { Auth, HTTPException } from "@langchain/langgraph-sdk/auth";
 import { applyDelegationRules } from "../../auth/delegation.js";
 import { type Principal, publicPrincipal } from "../../auth/principal.js";
 import type { JsonValue } from "../../json.js";
-import { isHttpError } from "../../problems.js";
+import { chooseRequestId } from "../../http/middleware/request-id.js";
+import type { Ids } from "../../ids.js";
+import { type HttpError, isHttpError } from "../../problems.js";
 import { currentHost, type GraphServerHost } from "./host.js";
 import { isOwnRoute } from "./routes.js";
 import { RESERVED_METADATA } from "./server-threads.js";
@@ -67,9 +69,19 @@ async function authenticate(request: Request): Promise<CallerUser | typeof OWN_R
       admin: principal.actor === null && principal.roles.some((r) => settings.AUTH_ADMIN_ROLES.includes(r)),
     };
   } catch (error) {
-    if (isHttpError(error)) throw new HTTPException(error.status, { message: String(error.body.detail ?? error.message), headers: { ...error.headers } });
+    if (isHttpError(error)) throw refusal(request, error, host.parts.ids);
     throw error;
   }
+}
+
+/**
+ * The server answers a refused request with the exception's message as the body and its headers:
+ * so the message is our JSON problem body (spec 7.1: `{detail}`), sent with its headers
+ * (WWW-Authenticate) and the request id, as our own routes answer.
+ */
+function refusal(request: Request, error: HttpError, ids: Ids): HTTPException {
+  const headers = { ...error.headers, "content-type": "application/json", "x-request-id": chooseRequestId(request.headers.get("x-request-id"), ids) };
+  return new HTTPException(error.status, { message: JSON.stringify(error.body), headers });
 }
 
 /**
