@@ -174,7 +174,7 @@ async function loadTools(path: string): Promise<Tool[]> {
   const tools = mod.default ?? mod.tools;
   const isTool = (t: unknown) =>
     typeof t === "object" && t !== null && typeof (t as Tool).name === "string" && typeof (t as Tool).run === "function" && typeof (t as Tool).check === "function";
-  if (!Array.isArray(tools) || tools.length === 0 || !tools.every(isTool))
-    return stop("must export (default or `tools`) a non-empty array of tools made with defineTool");
+  // An empty array is an agent with no tools, as createApp({ tools: [] }) makes it.
+  if (!Array.isArray(tools) || !tools.every(isTool)) return stop("must export (default or `tools`) an array of tools made with defineTool");
   return tools as Tool[];
 }

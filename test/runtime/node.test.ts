@@ -159,12 +159,21 @@ describe("TOOLS_MODULE", () => {
   });
 
   it("a module that does not load, or exports no tools, stops startup naming TOOLS_MODULE (exit 3)", async () => {
-    for (const module of ["/nonexistent/tools.mjs", "examples/tools/api-policy.yaml", "package.json"]) {
+    for (const module of ["/nonexistent/tools.mjs", "examples/tools/api-policy.yaml", "package.json", "test/runtime/fixtures/not-tools.mjs"]) {
       const svc = spawnService({ ...FAKE, HOST, PORT: "0", TOOLS_MODULE: module, ENV_FILE: "/nonexistent/.env" });
       expect(await svc.exited, module).toBe(3);
       expect(svc.stderr(), module).toMatch(/^The service cannot start: TOOLS_MODULE /);
       expect(svc.stderr()).not.toMatch(/\n\s+at /);
     }
+  });
+
+  it("an empty array is an agent with no tools, as createApp({ tools: [] }) makes it", async () => {
+    const svc = await startService({ ...FAKE, TOOLS_MODULE: "test/runtime/fixtures/no-tools.mjs" });
+    const answer = parseSse(await (await postChat(svc.base, "hello")).text());
+    expect(answer.at(-1)!.data.status).toBe("ok");
+    const called = parseSse(await (await postChat(svc.base, '/call calculator {"expression":"1+1"}')).text());
+    // The default tools are gone: the model's call of one is answered as a call of no tool.
+    expect(called.find((e) => e.event === "tool.result")?.data).toMatchObject({ name: "calculator", is_error: true, result: 'There is no tool named "calculator".' });
   });
 });
 
