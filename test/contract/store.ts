@@ -883,6 +883,40 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         await store.decideApproval(`${tag}-ap-late-1`, decided("rejected"));
         expect(ofTag(await store.dueRuns(1_000))).toEqual([record]);
       });
+      it("follows a run through every write of it and of its approvals, and forgets a deleted thread's", async () => {
+        const row = thread("dr-life", { created_at: ancient(40), updated_at: ancient(40) });
+        await store.createThread(row);
+        const record = run("dr-life", row.thread_id, { status: "running", created_at: ancient(40), updated_at: ancient(40) });
+        await store.createRun(record);
+        await store.createApproval(approval("life-0", row.thread_id, { run_id: record.run_id, created_at: ancient(40), expires_at: ancient(41) }, "call_life"));
+        const due = async () => ids(ofTag(await store.dueRuns(1_000)));
+        expect(ofTag(await store.dueApprovals(ancient(50))).map((a) => a.approval_id)).toEqual([`${tag}-ap-life-0`]);
+        await store.decideApproval(`${tag}-ap-life-0`, decision);
+        expect(ofTag(await store.dueApprovals(ancient(50)))).toEqual([]);
+        expect(await due()).toEqual([]); // still running
+        await store.updateRun(record.run_id, { status: "awaiting_approval" });
+        expect(await due()).toEqual([record.run_id]);
+        await store.updateRun(record.run_id, { status: "ok" });
+        expect(await due()).toEqual([]);
+        await store.updateRun(record.run_id, { status: "awaiting_approval" });
+        expect(await due()).toEqual([record.run_id]);
+        // A pending approval moved to another paused run makes that one due once decided, and only it.
+        const next = run("dr-life-next", row.thread_id, { status: "awaiting_approval", created_at: ancient(41), updated_at: ancient(41) });
+        await store.createRun(next);
+        await store.createApproval(approval("life-1", row.thread_id, { run_id: record.run_id, created_at: ancient(41) }, "call_life_1"));
+        expect(await store.markResumed(record.run_id, next.run_id)).toBe(true);
+        await store.moveApproval(`${tag}-ap-life-1`, next.run_id);
+        expect(await due()).toEqual([]);
+        await store.decideApproval(`${tag}-ap-life-1`, decided("rejected"));
+        expect(await due()).toEqual([next.run_id]);
+        expect((await store.findApproval(row.thread_id, "call_life", "sha256:00"))?.approval_id).toBe(`${tag}-ap-life-0`);
+
+        expect(await store.deleteThread(row.thread_id)).toBe(true);
+        expect(await due()).toEqual([]);
+        expect(await store.threadBlockers(row.thread_id)).toEqual({ pending: [], due: null });
+        expect(await store.listApprovals({ thread_id: row.thread_id, limit: 10, offset: 0 })).toEqual([]);
+        expect(await store.findApproval(row.thread_id, "call_life", "sha256:00")).toBeNull();
+      });
     });
 
     describe("markResumed", () => {
