@@ -216,7 +216,17 @@ export function createMemoryStore(): Store {
     },
     async listApprovals(query: ListApprovalsQuery) {
       const out: ApprovalRecord[] = [];
-      for (const a of query.thread_id !== undefined ? approvalsIn(approvalsByThread, query.thread_id) : approvals.values()) {
+      // The narrowest index the query allows; every filter still applies, and the sort sets the order.
+      const from =
+        query.thread_id !== undefined
+          ? approvalsIn(approvalsByThread, query.thread_id)
+          : query.run_id !== undefined
+            ? approvalsIn(approvalsByRun, query.run_id)
+            : query.status === "pending"
+              ? [...pendingApprovals].map((id) => approvals.get(id)!)
+              : approvals.values();
+      for (const a of from) {
+        if (query.thread_id !== undefined && a.thread_id !== query.thread_id) continue;
         if (query.run_id !== undefined && a.run_id !== query.run_id) continue;
         if (query.status !== undefined && a.status !== query.status) continue;
         if (query.requester_actor !== undefined && a.requester_actor !== query.requester_actor) continue;
