@@ -86,7 +86,9 @@ export function runToolCalls(options: ToolRunOptions, calls: readonly ParsedCall
   return Promise.all(
     calls.map((c) =>
       c.args === null
-        ? Promise.resolve<ToolResult>({ content: `${INVALID_ARGUMENTS_PREFIX} the arguments were not valid JSON (a JSON object nested at most ${MAX_ARGUMENT_DEPTH} levels); call the tool again with a JSON object.`, is_error: true })
+        ? Promise.resolve(
+            refused(options, c.id, c.name, "invalid_arguments", `${INVALID_ARGUMENTS_PREFIX} the arguments were not valid JSON (a JSON object nested at most ${MAX_ARGUMENT_DEPTH} levels); call the tool again with a JSON object.`),
+          )
         : runTool(options, c.id, c.name, c.args, reason),
     ),
   );
@@ -120,12 +122,12 @@ async function runOne(options: ToolRunOptions, id: string, name: string, args: R
   const tool = options.tools.get(name);
   if (!tool) {
     span?.fail("unknown_tool");
-    return { content: `There is no tool named ${JSON.stringify(name)}.`, is_error: true };
+    return refused(options, id, name, "unknown_tool", `There is no tool named ${JSON.stringify(name)}.`);
   }
   const problems = tool.check(args);
   if (problems.length > 0) {
     span?.fail("invalid_arguments");
-    return { content: `The arguments do not fit the tool's parameters: ${problems.join("; ")}`, is_error: true };
+    return refused(options, id, name, "invalid_arguments", `The arguments do not fit the tool's parameters: ${problems.join("; ")}`);
   }
   try {
     const api = options.apiFor({ tool: name, toolCallId: id, reason, ...(tool.redact ? { redact: tool.redact } : {}), span });
@@ -144,6 +146,19 @@ async function runOne(options: ToolRunOptions, id: string, name: string, args: R
     const detail = options.dev && error instanceof Error ? `: ${error.message}` : "";
     return { content: `The tool failed${detail}. Reference: ${errorId}.`, is_error: true, error_id: errorId };
   }
+}
+
+/**
+ * A call answered without running a tool: no such tool, or arguments that do not fit. Its text is
+ * written for the model to correct the call, as a policy refusal's is (spec 7.4), and it carries
+ * an error id like every failed result (spec 2.2, 6.1), logged with the tool's name when it is
+ * one (never the arguments) so the reference leads somewhere.
+ */
+function refused(options: ToolRunOptions, id: string, name: string, errorType: "unknown_tool" | "invalid_arguments", content: string): ToolResult {
+  const errorId = options.ids.errorId();
+  // A name no tool has is the model's own text: not logged.
+  options.logger.warning("tool call refused", { error_id: errorId, ...(errorType === "unknown_tool" ? {} : { tool: name }), error_type: errorType, tool_call_id: id });
+  return { content, is_error: true, error_id: errorId };
 }
 
 /** Tool calls left open by a stopped run, answered with error results before the next run. */

@@ -513,33 +513,37 @@ function failed(
 ): Ending {
   if (stopped?.kind === "cancelled" || stopped?.kind === "interrupted") return { status: stopped.kind, errorType: null, errorId: null };
   const errorId = ctx.ids.errorId();
+  const dev = ctx.limits.dev;
+  // Every error event names its reference, and under dev carries the detail logged under it (spec 6.1, 7.2).
+  const fail = (code: SseErrorCode, message: string, detail: string) =>
+    emit({ ...errorEvent(code, `${message} Reference: ${errorId}.`, errorId, runId), ...(dev ? { detail } : {}) });
   if (stopped?.kind === "lease_lost" || hasCode(error, "lease_lost")) {
     // Another run may hold the thread now: this one stops without writing again (spec 8), and
     // says so (7.2 unavailable: it could no longer confirm it was the only run on the thread).
     logger.warning("run stopped: the thread's lease was lost", { error_id: errorId });
-    emit(errorEvent("unavailable", `The run could no longer confirm it was the only run on the thread. Reference: ${errorId}.`, errorId, runId));
+    fail("unavailable", "The run could no longer confirm it was the only run on the thread.", "LeaseLost: the thread's lease was lost");
     return { status: "interrupted", errorType: "LeaseLost", errorId };
   }
   if (hasCode(error, "unavailable")) {
     logger.warning("run failed: database unreachable", { error_id: errorId });
-    emit(errorEvent("unavailable", `The database is unreachable. Reference: ${errorId}.`, errorId, runId));
+    fail("unavailable", "The database is unreachable.", detailOf(error));
     return { status: "error", errorType: (error as Error).name, errorId };
   }
   if (hasCode(error, "recursion_limit")) {
     logger.warning("the closing reply of a run at its step limit was not written", { error_id: errorId, ...errorDetail((error as Error).cause) });
-    emit(errorEvent("recursion_limit", `The run reached its step limit and its closing reply could not be saved. Reference: ${errorId}.`, errorId, runId));
+    fail("recursion_limit", "The run reached its step limit and its closing reply could not be saved.", detailOf((error as Error).cause ?? error));
     return { status: "step_limit", errorType: (error as Error).name, errorId };
   }
   if (hasCode(error, "invalid_structured_response")) {
     logger.warning("no answer fitted the response schema", { error_id: errorId });
-    emit(errorEvent("invalid_structured_response", `No answer fitted the response schema. Reference: ${errorId}.`, errorId, runId));
+    fail("invalid_structured_response", "No answer fitted the response schema.", detailOf(error));
     return { status: "error", errorType: (error as Error).name, errorId };
   }
   if (stopped?.kind === "timeout") {
-    emit(errorEvent("timeout", "The run took longer than RUN_TIMEOUT_S and was stopped.", errorId, runId));
+    logger.warning("run stopped: it passed RUN_TIMEOUT_S", { error_id: errorId, run_timeout_s: ctx.limits.runTimeoutS });
+    fail("timeout", "The run took longer than RUN_TIMEOUT_S and was stopped.", `Timeout: the run passed RUN_TIMEOUT_S (${ctx.limits.runTimeoutS} s)`);
     return { status: "timeout", errorType: "Timeout", errorId };
   }
-  const dev = ctx.limits.dev;
   const errorType = error instanceof Error ? error.name : "Error";
   // The message and its cause, secrets masked, under the error id: what an operator needs to act.
   logger.error("run failed", { error_id: errorId, error_type: errorType, ...errorDetail(error) });

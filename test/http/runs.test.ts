@@ -85,6 +85,10 @@ describe("run lifecycle", () => {
     expect(last.event).toBe("error");
     expect(last.data).toMatchObject({ code: "timeout", run_id: events[0]!.data.run_id });
     expect(last.data.error_id).toMatch(/^[0-9a-f]{16}$/);
+    // Generic, naming the reference; what happened is logged under it (spec 7.2); no detail outside dev.
+    expect(last.data.message).toBe(`The run took longer than RUN_TIMEOUT_S and was stopped. Reference: ${last.data.error_id}.`);
+    expect(last.data.detail).toBeUndefined();
+    expect(app.logs.some((l) => l.error_id === last.data.error_id && l.level === "WARNING" && l.run_timeout_s === 1)).toBe(true);
     expect((await store.getRun(events[0]!.data.run_id))!.status).toBe("timeout");
     expect(await metric('agent_runs_total{status="timeout"}')).toBe(1);
     expect(await metric("agent_active_runs")).toBe(0);
@@ -175,6 +179,12 @@ describe("run lifecycle", () => {
     expect(events.at(-1)!.data.detail).toMatch(/ModelError/);
   });
 
+  it("adds the detail to a timeout's error event under APP_ENV=dev", async () => {
+    await setup({ APP_ENV: "dev", RUN_TIMEOUT_S: "1" });
+    const { events } = await chat(app, { message: "/sleep 5000\nslow" });
+    expect(events.at(-1)!.data).toMatchObject({ code: "timeout", detail: "Timeout: the run passed RUN_TIMEOUT_S (1 s)" });
+  });
+
   it("fails runs naming MODEL_NAME when it is unset", async () => {
     store = createMemoryStore();
     app = await makeApp({ MODEL_PROVIDER: "openai", MODEL_NAME: "" }, { store });
@@ -249,6 +259,33 @@ describe("the agent loop", () => {
     expect(calls).toHaveLength(3);
     expect(events.at(-1)!.event).toBe("message.end");
     expect(events.at(-1)!.data.status).toBe("ok");
+  });
+
+  it("a call answered without running a tool (no such tool, invalid or unfitting arguments) carries an error_id logged under it, and a text the model can act on", async () => {
+    const item = defineTool({
+      name: "make_item",
+      description: "makes an item",
+      parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+      calls: [],
+      run: () => "made",
+    });
+    await setup({}, [item]);
+    const cases: [message: string, type: string, text: RegExp][] = [
+      ["/call no_such_tool {}", "unknown_tool", /^There is no tool named "no_such_tool"\.$/],
+      ["/call make_item {not json", "invalid_arguments", /^Invalid tool arguments: /],
+      ['/call make_item {"name":5}', "invalid_arguments", /^The arguments do not fit the tool's parameters: /],
+    ];
+    for (const [message, type, text] of cases) {
+      const { events } = await chat(app, { message });
+      const result = events.find((e) => e.event === "tool.result")!;
+      expect(result.data, message).toMatchObject({ is_error: true, error_id: expect.stringMatching(/^[0-9a-f]{16}$/), result: expect.stringMatching(text) });
+      const line = app.logs.find((l) => l.error_id === result.data.error_id);
+      expect(line, message).toMatchObject({ level: "WARNING", message: "tool call refused", error_type: type });
+      // Never the arguments, nor a name no tool has (the model's own text).
+      expect(JSON.stringify(line)).not.toMatch(/not json|no_such_tool/);
+      const stored = (await store.getMessages(events[0]!.data.thread_id as string)).find((m) => m.role === "tool");
+      expect(stored, message).toMatchObject({ is_error: true, error_id: result.data.error_id });
+    }
   });
 
   it("gives a failed tool an error_id, a generic text outside dev and one WARNING log", async () => {
