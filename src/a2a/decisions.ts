@@ -16,7 +16,7 @@ import { ERR, RpcError } from "./jsonrpc.js";
 import { awaiting } from "./task-fields.js";
 import type { TaskBook } from "./tasks.js";
 import type { CallContext, Listener, TaskRecord } from "./types.js";
-import type { IncomingMessage } from "./wire.js";
+import { type IncomingMessage, TERMINAL } from "./wire.js";
 import { DIGEST_FORM } from "../approvals/digest.js";
 
 interface DecisionRequest {
@@ -52,7 +52,12 @@ export type Decide = (msg: IncomingMessage, data: Record<string, JsonValue>, ctx
 export function createDecisions({ store, runs, tasks, runInTask }: { store: Store; runs: Runs; tasks: TaskBook; runInTask: RunInTask }): Decide {
   /** The task the decision is on: the one it names, or a new one on its context. */
   async function taskOf(msg: IncomingMessage, ctx: CallContext): Promise<TaskRecord> {
-    if (msg.taskId) return tasks.load(ctx.caller, msg.taskId, true);
+    if (msg.taskId) {
+      const task = await tasks.load(ctx.caller, msg.taskId, true);
+      // A finished task stays as it finished: a decision on it is refused as any message to it is.
+      if (TERMINAL.has(task.state)) throw new RpcError(ERR.unsupportedOperation, "The task is in a terminal state");
+      return task;
+    }
     const ref = msg.referenceTaskIds[0];
     const referenced = ref ? await tasks.load(ctx.caller, ref) : undefined;
     const contextId = msg.contextId ?? referenced?.context_id;

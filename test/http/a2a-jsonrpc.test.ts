@@ -437,6 +437,10 @@ describe("approvals over A2A (spec 4.5)", () => {
     const again = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "approve", digest: ap.digest } }], { contextId: t.contextId }));
     expect(again.result.task.status.state).toBe("TASK_STATE_FAILED");
     expect(statusData(again.result.task)).toContainEqual({ type: "error", code: "approval_not_pending" });
+    // On the finished task itself, as any message to it: -32004, and the task stays completed.
+    const onTask = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "reject" } }], { taskId: t.id }));
+    expect(onTask.error?.code).toBe(-32004);
+    expect((await getTask(a, t.id)).result.status.state).toBe("TASK_STATE_COMPLETED");
     expect(hits).toHaveLength(1);
   });
 
