@@ -157,7 +157,7 @@ async function runOne(options: ToolRunOptions, id: string, name: string, args: R
 function refused(options: ToolRunOptions, id: string, name: string, errorType: "unknown_tool" | "invalid_arguments", content: string): ToolResult {
   const errorId = options.ids.errorId();
   // A name no tool has is the model's own text: not logged.
-  options.logger.warning("tool call refused", { error_id: errorId, ...(errorType === "unknown_tool" ? {} : { tool: name }), error_type: errorType, tool_call_id: id });
+  options.logger.warning("tool call refused", { error_id: errorId, ...(options.tools.has(name) ? { tool: name } : {}), error_type: errorType, tool_call_id: id });
   return { content, is_error: true, error_id: errorId };
 }
 

@@ -272,6 +272,7 @@ describe("the agent loop", () => {
     await setup({}, [item]);
     const cases: [message: string, type: string, text: RegExp][] = [
       ["/call no_such_tool {}", "unknown_tool", /^There is no tool named "no_such_tool"\.$/],
+      ["/call no_such_tool {not json", "invalid_arguments", /^Invalid tool arguments: /],
       ["/call make_item {not json", "invalid_arguments", /^Invalid tool arguments: /],
       ['/call make_item {"name":5}', "invalid_arguments", /^The arguments do not fit the tool's parameters: /],
     ];
