@@ -220,9 +220,16 @@ function beatDue(): void {
   }
 }
 
+/**
+ * How much of a request's head node:http reads (its default is 16 KiB): room for a bearer token
+ * of 16384 characters (spec 5.3: longer ones are invalid, answered 401 by the auth policy) beside
+ * the request's other headers, instead of a bare 431 before the app sees the request.
+ */
+const MAX_HEADER_BYTES = 64 * 1024;
+
 /** Serves `fetch` on hostname:port; resolves once listening. */
 export function serveNode(options: { fetch: Fetch; hostname: string; port: number }): Promise<{ server: Server; port: number }> {
-  const server = createServer(getRequestListener(directStreamsFetch(options.fetch)));
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, getRequestListener(directStreamsFetch(options.fetch)));
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.hostname, () => {

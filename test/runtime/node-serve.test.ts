@@ -138,6 +138,19 @@ describe("serveNode", () => {
     expect((await fetch(`${base}/health`)).status).toBe(200);
   });
 
+  it("reads a request head past node:http's 16 KiB default: a long bearer token is the auth policy's to refuse (401), not a bare 431", async () => {
+    const { base } = await served();
+    for (const n of [16_300, 16_384, 17_000]) {
+      const res = await fetch(`${base}/threads`, { headers: { Authorization: `Bearer ${"a".repeat(n)}` } });
+      expect(res.status, String(n)).toBe(401);
+      expect(res.headers.get("www-authenticate"), String(n)).toMatch(/^Bearer/);
+      expect(((await res.json()) as { detail: string }).detail).toEqual(expect.any(String));
+    }
+    // A known key beside 20 KB of other headers is served.
+    const ok = await fetch(`${base}/threads`, { headers: { Authorization: `Bearer ${KEY}`, "X-Padding": "p".repeat(20_000) } });
+    expect(ok.status).toBe(200);
+  });
+
   it("hands a stream over as a source: no body on the response, the text written to the socket's response", async () => {
     const app = await createApp({ env: ENV, logWrite: () => {} });
     open.push({ close: () => app.close() });
