@@ -8,7 +8,7 @@ import { modelFactory } from "./agent/providers/index.js";
 import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./agent/structured.js";
 import type { Tool } from "./agent/tools/define.js";
 import { addOpenApiTools } from "./agent/tools/openapi/tools.js";
-import { addPeerTools, peerTools } from "./a2a/peers/tools.js";
+import { addPeerTools, peerCallRefusal, peerTools } from "./a2a/peers/tools.js";
 import { createA2AService } from "./a2a/service.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { chooseAuthPolicy } from "./auth/choose.js";
@@ -218,7 +218,19 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     responseSchema: responseSchema && { schema: responseSchema, checker: createAnswerChecker(responseSchema), strategy: settings.RESPONSE_FORMAT_STRATEGY },
     // Timers outlive a request wherever the jobs run on intervals: the calls' deadlines share one.
     policyClient:
-      policy && createPolicyClient({ ...policy, fetch: outboundFetch, clock, logger, gate, exchanger, tracing, dev: settings.dev, sharedDeadlines: options.intervalJobs !== false }),
+      policy &&
+      createPolicyClient({
+        ...policy,
+        fetch: outboundFetch,
+        clock,
+        logger,
+        gate,
+        exchanger,
+        tracing,
+        dev: settings.dev,
+        sharedDeadlines: options.intervalJobs !== false,
+        refusePeer: peerCallRefusal({ ...policy, settings }),
+      }),
   };
   checkStructuredStrategy(settings, agent);
 

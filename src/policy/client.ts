@@ -57,6 +57,11 @@ export interface PolicyClientOptions {
   /** APP_ENV=dev: a credential to an A2A peer may go over plain http anywhere. */
   readonly dev?: boolean;
   /**
+   * Spec 5.8: why a call to an API is refused for this caller before anything is decided (a peer
+   * that is this agent, or an agent already in the delegation chain), or undefined. Absent: none.
+   */
+  readonly refusePeer?: (apiName: string, principal: Principal) => string | undefined;
+  /**
    * The calls' read deadlines on one shared timer (deadlines.ts; default false: a timer a call).
    * Only where timers outlive a request; the client's `close()` then clears it.
    */
@@ -140,6 +145,8 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   const { options } = run;
   const judged = judgeRequest(options.policy, options.labels, apiName, withToolRedactions(request, toolCall.redact));
   refusePlainHttpPeer(options, judged.api);
+  const peerRefusal = options.refusePeer?.(judged.api.name, run.scope.principal);
+  if (peerRefusal !== undefined) throw new ApiPolicyError(`${peerRefusal}; nothing was sent`);
   // Without a gate nothing is held (and nothing awaited): a gated call is refused right here.
   const hold = options.gate ? await holdForApproval(run, options.gate, toolCall, relay ? { ...judged, held: { ...judged.held, relay } } : judged) : ungated(judged);
   if (hold.kind === "answered") return hold.response;

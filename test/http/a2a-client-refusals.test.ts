@@ -6,6 +6,7 @@
  * peer (and no DNS) is needed.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { defineTool } from "../../src/agent/tools/define.js";
 import { chat, KEY, makeApp, type SseEvent, type TestApp } from "../helpers.js";
 import { peerPolicy } from "../support/a2a-peers.js";
 import { served, type Served } from "../support/served.js";
@@ -71,6 +72,34 @@ describe("the delegation chain and this agent", () => {
     const events = await ask(a.app, "direct");
     expect(result(events).result).toMatch(/^ApiPolicyError: API b is this agent \(agent-b\)/);
     expect(a.urls).toEqual([]);
+  });
+
+  it("holds for a tool's own calls through ctx.api.request, not only the peer tools': refused before the exchange, nothing sent", async () => {
+    const rawB = defineTool({
+      name: "raw_b",
+      description: "sends a message to b itself",
+      parameters: { type: "object" },
+      calls: [{ api: "b", method: "POST", path: "/a2a/app", rpc_method: "SendMessage" }],
+      run: async (_args, ctx) => {
+        const body = { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hi" }] } } };
+        return (await ctx.api.request("b", { method: "POST", path: "/a2a/app", body })).status;
+      },
+    });
+    const raw = async (env: Record<string, string>, word: string) => {
+      const a = await agentA(exchangePolicy, { ...EXCHANGE_ENV, AUTH_POLICY: "custom", AUTH_ALLOWED_ACTORS: "*", ...env }, { authPolicy, tools: [rawB] });
+      const { events } = await chat(a.app, { message: "/call raw_b {}" }, as(word));
+      return { result: result(events), urls: a.urls };
+    };
+    for (const word of ["viaB", "viaBThenC"]) {
+      const { result: r, urls } = await raw({}, word);
+      expect(r.result, word).toMatch(/^ApiPolicyError: API b is the agent agent-b, already in the delegation chain .*nothing was sent/);
+      expect(urls).toEqual([]);
+    }
+    const self = await raw({ TOKEN_EXCHANGE_CLIENT_ID: "agent-b" }, "direct");
+    expect(self.result.result).toMatch(/^ApiPolicyError: API b is this agent \(agent-b\)/);
+    expect(self.urls).toEqual([]);
+    // The user calling directly passes it; the client then finds no token of theirs to exchange.
+    expect((await raw({}, "direct")).result.result).toMatch(/^ApiPolicyError: API b needs the caller's own token to exchange/);
   });
 
   it("a peer whose endpoint is this service's own A2A URL is refused; the service hears nothing", async () => {

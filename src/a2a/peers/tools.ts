@@ -8,6 +8,7 @@
  * outside dev a credential over plain http to a host that is not local (identity.ts).
  */
 import { defineTool, type Tool, type ToolContext } from "../../agent/tools/define.js";
+import type { PublicPrincipal } from "../../auth/principal.js";
 import type { Clock } from "../../clock.js";
 import { ApiPolicyError, ConfigurationError } from "../../errors.js";
 import type { Logger } from "../../observability/logger.js";
@@ -136,10 +137,30 @@ function cancelTool(kit: Kit): Tool {
   });
 }
 
+/** This agent, as the refusals of spec 5.8 know it. */
+function selfIdentity(settings: PeerToolSettings): SelfIdentity {
+  return { agentId: settings.TOKEN_EXCHANGE_CLIENT_ID, url: a2aUrl(settings), dev: settings.dev };
+}
+
+/**
+ * Spec 5.8 for every call to a peer, not only the peer tools' (the policy client asks before the
+ * gate): why a call to API `apiName` is refused for this caller (the API is this agent, or an
+ * agent already in the request's delegation chain, or would carry a credential over plain http),
+ * or undefined.
+ */
+export function peerCallRefusal(deps: Pick<PeerToolsDeps, "policy" | "baseUrls" | "settings">): (apiName: string, principal: PublicPrincipal) => string | undefined {
+  const self = selfIdentity(deps.settings);
+  const peers = new Map(describePeers(deps.policy, deps.baseUrls).map((peer) => [peer.name, peer]));
+  return (apiName, principal) => {
+    const peer = peers.get(apiName);
+    return peer && (standingRefusal(peer, self) ?? chainRefusal(peer, principal));
+  };
+}
+
 /** The peer tools the policy allows, in policy order; what is left out, and why, is logged. */
 export function peerTools(deps: PeerToolsDeps): Tool[] {
   const { settings, logger } = deps;
-  const self: SelfIdentity = { agentId: settings.TOKEN_EXCHANGE_CLIENT_ID, url: a2aUrl(settings), dev: settings.dev };
+  const self = selfIdentity(settings);
   const cards = createCardBook(deps.clock, settings.A2A_CARD_TTL_S);
   const shared: PeerSettings = {
     forwardOrigin: settings.A2A_FORWARD_ORIGIN === "auto",
