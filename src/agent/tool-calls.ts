@@ -161,8 +161,11 @@ function refused(options: ToolRunOptions, id: string, name: string, errorType: "
   return { content, is_error: true, error_id: errorId };
 }
 
-/** Tool calls left open by a stopped run, answered with error results before the next run. */
-export function closeOpenToolCalls(messages: readonly Message[], ids: Ids): Message[] {
+/**
+ * Tool calls left open by a stopped run, answered with error results before the next run; each
+ * carries an error id like every failed result (spec 2.2), logged with the tool call.
+ */
+export function closeOpenToolCalls(messages: readonly Message[], ids: Ids, logger: Logger): Message[] {
   const answered = new Set<string>();
   for (const m of messages) if (m.role === "tool") answered.add(m.tool_call_id);
   const out: Message[] = [];
@@ -170,6 +173,8 @@ export function closeOpenToolCalls(messages: readonly Message[], ids: Ids): Mess
     if (m.role !== "assistant" || !m.tool_calls) continue;
     for (const call of m.tool_calls) {
       if (answered.has(call.id)) continue;
+      const errorId = ids.errorId();
+      logger.warning("tool call closed: its run stopped before it finished", { error_id: errorId, tool_call_id: call.id });
       out.push({
         id: ids.messageId(),
         role: "tool",
@@ -177,6 +182,7 @@ export function closeOpenToolCalls(messages: readonly Message[], ids: Ids): Mess
         tool_call_id: call.id,
         name: call.name,
         is_error: true,
+        error_id: errorId,
       });
     }
   }

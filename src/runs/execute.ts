@@ -298,7 +298,7 @@ function startEvent(input: RunInput, runId: string): RunEvent {
 
 /** The conversation the model starts from, and what the loop is given. */
 async function prepare(ctx: RunsContext, input: RunInput, run: LiveRun, firstMessage: Message | undefined): Promise<LoopOptions> {
-  const { messages, cut, resume } = await conversation(ctx, input, firstMessage, (batch) => persistFor(ctx, input, run, batch));
+  const { messages, cut, resume } = await conversation(ctx, input, firstMessage, (batch) => persistFor(ctx, input, run, batch), run.logger);
   // A resumed run acts on the words of the request that paused it.
   const request = input.message ?? lastUserWords(messages) ?? "";
   const framing = framingFor(input.caller, ctx.limits.delegation, request, input.origin);
@@ -480,6 +480,7 @@ async function conversation(
   input: RunInput,
   firstMessage: Message | undefined,
   persist: (batch: readonly Message[]) => Promise<void>,
+  logger: Logger,
 ): Promise<{ messages: Message[]; cut: boolean; resume: { calls: ToolCall[]; reason: string } | undefined }> {
   if (firstMessage) return { messages: [firstMessage], cut: false, resume: undefined };
   const budget = ctx.limits.historyTokens;
@@ -491,7 +492,7 @@ async function conversation(
   };
   // A resumed run goes on with its turn: the older turns it started with, however far the turn grew.
   if (resumed) return { ...window(history, turnStartWindow), resume: waitingCalls(history) };
-  const repairs = closeOpenToolCalls(history, ctx.ids);
+  const repairs = closeOpenToolCalls(history, ctx.ids, logger);
   const user: Message = { id: ctx.ids.messageId(), role: "user", content: input.message ?? "" };
   await persist([...repairs, user]);
   return { ...window([...history, ...repairs, user]), resume: undefined };

@@ -347,8 +347,10 @@ describe("the agent loop", () => {
     messages = await store.getMessages("open");
     const call = messages.find((m) => m.role === "assistant" && m.tool_calls?.length)!;
     const answer = messages.find((m) => m.role === "tool")!;
-    expect(answer).toMatchObject({ tool_call_id: (call as unknown as { tool_calls: { id: string }[] }).tool_calls[0]!.id, is_error: true });
+    expect(answer).toMatchObject({ tool_call_id: (call as unknown as { tool_calls: { id: string }[] }).tool_calls[0]!.id, is_error: true, error_id: expect.stringMatching(/^[0-9a-f]{16}$/) });
     expect(messages.indexOf(answer)).toBe(messages.indexOf(call) + 1);
+    // Its error id leads to a log line, as every failed result's does (spec 2.2).
+    expect(app.logs.some((l) => l.error_id === (answer as { error_id?: string }).error_id && l.level === "WARNING")).toBe(true);
   });
 
   it("checks arguments against the tool's parameters", async () => {
