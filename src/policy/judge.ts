@@ -101,7 +101,7 @@ export function judge(api: ApiPolicy, c: JudgedCall): Verdict {
     if (!ruleCovers(rule, c)) continue;
     if (gate === null) gate = rule.gate;
     else if (gate.key !== rule.gate.key)
-      return refuse(`the call matches approval rules of API ${api.name} with different approvers or decide_with; nothing was sent`);
+      return refuse(`the call matches approval rules of API ${api.name} with different approvers or decide_with`);
   }
   return { allowed: true, gate };
 }
