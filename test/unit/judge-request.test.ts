@@ -6,16 +6,16 @@ import { buildLabelIndex } from "../../src/policy/labels.js";
 
 const POLICY = `
 apis:
-  orders:
-    base_url_env: ORDERS_URL
-    auth: none
-    allowed_methods: [GET, POST]
+  tickets:
     denied_operations: [{ path: /admin }]
+    base_url_env: TICKETS_URL
+    allowed_methods: [GET, POST]
+    auth: none
     approval:
-      - required_for: { methods: [POST] }
-        approvers: [requester]
-      - required_for: { operations: [{ path: /orders }] }
-        approvers: ["role:ops"]
+      - approvers: [requester]
+        required_for: { methods: [POST] }
+      - approvers: ["role:ops"]
+        required_for: { operations: [{ path: /tickets }] }
 `;
 
 describe("judgeRequest's refusals", () => {
@@ -23,7 +23,7 @@ describe("judgeRequest's refusals", () => {
   const labels = buildLabelIndex(policy, new Map());
   const refusal = (method: string, path: string) => {
     try {
-      judgeRequest(policy, labels, "orders", { method, path });
+      judgeRequest(policy, labels, "tickets", { method, path });
     } catch (error) {
       return (error as Error).message;
     }
@@ -32,11 +32,11 @@ describe("judgeRequest's refusals", () => {
 
   it("name the rule once and end with one 'nothing was sent'", () => {
     const cases: [string, string, RegExp][] = [
-      ["POST", "/orders", /^the call matches approval rules of API orders with different approvers or decide_with; nothing was sent$/],
-      ["DELETE", "/orders", /^method DELETE is not in allowed_methods of API orders; nothing was sent$/],
-      ["GET", "/admin", /^the call is denied by denied_operations of API orders; nothing was sent$/],
+      ["POST", "/tickets", /^the call matches approval rules of API tickets with different approvers or decide_with; nothing was sent$/],
+      ["DELETE", "/tickets", /^method DELETE is not in allowed_methods of API tickets; nothing was sent$/],
+      ["GET", "/admin", /^the call is denied by denied_operations of API tickets; nothing was sent$/],
     ];
     for (const [method, path, expected] of cases) expect(refusal(method, path), `${method} ${path}`).toMatch(expected);
-    expect(refusal("GET", "/orders")).toBe("allowed");
+    expect(refusal("GET", "/tickets")).toBe("allowed");
   });
 });
