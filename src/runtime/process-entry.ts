@@ -22,6 +22,7 @@ import { isAppError, type SettingsError } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
 import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
+import { parseSettings } from "../settings/parse.js";
 import { hostReadText } from "./files.js";
 
 /** A server that listens: stop() stops accepting and resolves once open connections have closed. */
@@ -65,6 +66,9 @@ export async function runEntry(options: EntryOptions): Promise<void> {
     playgroundKey = `dev-${randomBytes(16).toString("hex")}`;
     env.API_KEY = playgroundKey;
   }
+  // Every bad variable is named at once, before a module the environment names is loaded (whose
+  // own failure would otherwise hide them): createApp parses the same environment again.
+  checkSettings(env);
   const authPolicy = env.AUTH_CUSTOM_MODULE ? await loadAuthPolicy(env.AUTH_CUSTOM_MODULE) : undefined;
   const tools = env.TOOLS_MODULE ? await loadTools(env.TOOLS_MODULE) : undefined;
   const selected = await options.select?.(env);
@@ -128,16 +132,29 @@ function readEnvFile(path: string): Record<string, string> {
   }
 }
 
+/** Invalid settings stop startup: each bad variable on a line of its own, exit code 2. */
+function invalidSettings(error: unknown): void {
+  if (!isAppError(error) || error.code !== "invalid_settings") return;
+  process.stderr.write("The service cannot start: invalid settings.\n");
+  for (const p of (error as SettingsError).problems) process.stderr.write(`  ${p.variable}: ${p.message}\n`);
+  process.exit(2);
+}
+
+function checkSettings(env: Readonly<Record<string, string | undefined>>): void {
+  try {
+    parseSettings(env);
+  } catch (error) {
+    invalidSettings(error);
+    throw error;
+  }
+}
+
 /** createApp, or the reasons it refused, one line each, and the exit code (2 settings, 3 policy). */
 async function startApp(options: CreateAppOptions): Promise<App> {
   try {
     return await createApp(options);
   } catch (error) {
-    if (isAppError(error) && error.code === "invalid_settings") {
-      process.stderr.write("The service cannot start: invalid settings.\n");
-      for (const p of (error as SettingsError).problems) process.stderr.write(`  ${p.variable}: ${p.message}\n`);
-      process.exit(2);
-    }
+    invalidSettings(error);
     if (isAppError(error) && error.code === "configuration") fail(`The service cannot start: ${error.message}`, 2);
     if (isAppError(error) && error.code === "invalid_policy") {
       process.stderr.write("The service cannot start: the API policy has problems.\n");

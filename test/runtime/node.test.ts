@@ -167,6 +167,15 @@ describe("TOOLS_MODULE", () => {
     }
   });
 
+  it("bad settings are all named before the module is loaded (exit 2), whatever the module", async () => {
+    const svc = spawnService({ ...FAKE, HOST, PORT: "abc", RETENTION_DAYS: "x", TOOLS_MODULE: "/nonexistent/tools.mjs", AUTH_CUSTOM_MODULE: "/nonexistent/auth.mjs", ENV_FILE: "/nonexistent/.env" });
+    expect(await svc.exited).toBe(2);
+    expect(svc.stderr()).toMatch(/^The service cannot start: invalid settings\.\n/);
+    expect(svc.stderr()).toMatch(/\n  PORT: /);
+    expect(svc.stderr()).toMatch(/\n  RETENTION_DAYS: /);
+    expect(svc.stderr()).not.toMatch(/TOOLS_MODULE|AUTH_CUSTOM_MODULE/);
+  });
+
   it("an empty array is an agent with no tools, as createApp({ tools: [] }) makes it", async () => {
     const svc = await startService({ ...FAKE, TOOLS_MODULE: "test/runtime/fixtures/no-tools.mjs" });
     const answer = parseSse(await (await postChat(svc.base, "hello")).text());
