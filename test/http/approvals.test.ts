@@ -224,6 +224,37 @@ describe("deciding", () => {
   });
 });
 
+describe("two apps on one memory store and lease (replicas in one process)", () => {
+  it("an approve on one racing a chat on the other, 30 rounds: every approved call is sent exactly once, and nothing is left due", async () => {
+    const a = await app();
+    const b = await app();
+    const text = async (r: Response) => ({ status: r.status, body: await r.text() });
+    const answers: Record<string, number> = {};
+    for (let round = 0; round < 30; round++) {
+      const thread = `race-${round}`;
+      const { approval } = await pause(a, '/call create_order {"item":"book"}', thread);
+      const before = hits.length;
+      const [decided, chatted] = await Promise.all([
+        decide(b, thread, approval.approval_id, { decision: "approve" }).then(text),
+        new Promise((r) => setTimeout(r, round % 4)).then(() => a.fetch(post("/chat", { message: "are you done?", thread_id: thread }))).then(text),
+      ]);
+      expect(decided.status, `round ${round}`).toBe(200);
+      const key = chatted.status === 200 ? "200" : `${chatted.status} ${(JSON.parse(chatted.body) as { code?: string }).code}`;
+      answers[key] = (answers[key] ?? 0) + 1;
+      // The chat never overtakes the decision: it waits its turn or runs after the call was made.
+      expect(["200", "409 thread_busy", "409 approval_pending"], `round ${round}`).toContain(key);
+      // The approved call goes out once, whichever app, stream or sweep carries it out, and not again.
+      await waitFor(() => hits.length === before + 1, 3000);
+      await new Promise((r) => setTimeout(r, 60)); // three sweeps more
+      expect(hits.slice(before).map((h) => `${h.method} ${h.url}`), `round ${round}`).toEqual(["POST /orders?source=agent"]);
+      expect((await store.getApproval(approval.approval_id))?.outcome).toBe("sent");
+    }
+    expect(await store.dueRuns(100)).toEqual([]);
+    expect(await store.listApprovals({ status: "pending", limit: 100, offset: 0 })).toEqual([]);
+    console.log("approve vs chat on one memory store, chat answers:", JSON.stringify(answers));
+  }, 60_000);
+});
+
 describe("redaction", () => {
   it("a tool-level redact list masks exactly like a call-level one (CONTRACT 2, spec 2.3)", async () => {
     const body = (args: Record<string, JsonValue>) => ({ item: args.item ?? "book", card: args.card ?? "4111" });
