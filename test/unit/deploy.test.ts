@@ -212,7 +212,7 @@ describe("Dockerfile", () => {
   it("`npm start`, and so the image, holds V8's young generation to 16 MB semi-spaces, Node 20's own cap", () => {
     // Node 24 lets the young generation grow to 128 MB on a large host; 10,000 waiting
     // conversations then took 393-410 MB instead of 325-328 (README, "Runtimes").
-    const start = pkg.scripts.start.split(/\s+/);
+    const start = pkg.scripts.start!.split(/\s+/);
     const flags = start.slice(1, start.findIndex((w) => w.startsWith("dist/")));
     expect(flags).toContain("--max-semi-space-size=16");
     // Objects that survive a scavenge or two: the allocation that makes V8 grow the young generation.
