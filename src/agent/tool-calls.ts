@@ -130,7 +130,7 @@ async function runOne(options: ToolRunOptions, id: string, name: string, args: R
     return refused(options, id, name, "invalid_arguments", `The arguments do not fit the tool's parameters: ${problems.join("; ")}`);
   }
   try {
-    const api = options.apiFor({ tool: name, toolCallId: id, reason, ...(tool.redact ? { redact: tool.redact } : {}), span });
+    const api = options.apiFor({ tool: name, toolCallId: id, reason, ...(tool.redact ? { redact: tool.redact } : {}), span, args });
     const value = await tool.run(args, { ...options.toolContext, api, signal: options.signal, toolCallId: id });
     return { content: typeof value === "string" ? value : JSON.stringify(value ?? null), is_error: false };
   } catch (error) {

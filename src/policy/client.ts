@@ -20,8 +20,8 @@ import { type Credential, credentialFor, exchangedCredential, plainHttpElsewhere
 import { createDeadlines, Deadline, type Deadlines } from "./deadlines.js";
 import type { ApiPolicy, Policy } from "./document.js";
 import type { TokenExchanger } from "./exchange.js";
+import { callTemplate } from "./call-template.js";
 import type { ApprovalGate, HeldCall, RelayRecord } from "./gate.js";
-import { matches } from "./judge.js";
 import { type JudgedRequest, judgeRequest } from "./judge-request.js";
 import type { LabelIndex } from "./labels.js";
 import { TokenBucket } from "./limits.js";
@@ -91,6 +91,8 @@ export interface ToolCallScope {
   readonly redact?: readonly string[];
   /** The tool call's span (tracing on): the parent of the calls' client spans. */
   readonly span?: TraceSpan | undefined;
+  /** The tool call's arguments: a path segment that one of them is never names the call (call-template.ts). */
+  readonly args?: Readonly<Record<string, JsonValue>>;
 }
 
 export interface PolicyClient {
@@ -162,12 +164,15 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
     throw new ApiPolicyError("the approved call was already sent once; it is not sent again");
   const headers = addClientHeaders(judged.headers, api, approvalId, credential, call.body);
   const base = options.baseUrls.get(api.name) ?? "";
-  const span = run.tracing.enabled ? callSpan(run.tracing, toolCall.span, judged, request.path, base) : NOOP_SPAN;
+  // The log names the call by its operation id, else its template; the span carries the template.
+  const { operationId } = judged.call;
+  const template = operationId === undefined || run.tracing.enabled ? callTemplate(request.path, judged, toolCall.args) : "";
+  const operation = operationId ?? template;
+  const span = run.tracing.enabled ? callSpan(run.tracing, toolCall.span, judged, template, base) : NOOP_SPAN;
   // The request id and trace context per PROPAGATE_TRACE_HEADERS; a header the tool set wins.
   // Approvals do not bind them (they are not part of the call shown): a resumed run sends its own.
   run.tracing.inject(headers, propagationTarget(api), span, run.scope.logger.requestId);
   const url = `${base}${judged.path}${queryString(call.query)}`;
-  const operation = judged.call.operationId ?? request.path;
   const response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
   if (approvalId !== undefined) await options.gate?.answered(approvalId, response);
   return response;
@@ -231,9 +236,8 @@ function takeLimits(run: RunCalls, api: ApiPolicy): void {
  * The client span of one call: `<METHOD> <path template>` (`invoke_agent <peer>` for a message to
  * a peer agent), never the query, whose values are data.
  */
-function callSpan(tracing: Tracing, parent: TraceSpan | undefined, judged: JudgedRequest, toolPath: unknown, base: string): TraceSpan {
+function callSpan(tracing: Tracing, parent: TraceSpan | undefined, judged: JudgedRequest, template: string, base: string): TraceSpan {
   const { api, method, call } = judged;
-  const template = pathTemplate(toolPath, judged);
   const server = URL.canParse(base) ? new URL(base) : undefined;
   const operation = call.operationId ?? call.rpcMethod;
   if (api.protocol === "a2a" && (call.rpcMethod === "SendMessage" || call.rpcMethod === "SendStreamingMessage")) {
@@ -241,22 +245,6 @@ function callSpan(tracing: Tracing, parent: TraceSpan | undefined, judged: Judge
     return server ? span.set(ATTR.serverAddress, server.hostname).set(ATTR.serverPort, server.port === "" ? undefined : Number(server.port)) : span;
   }
   return tracing.clientSpan(api.name, method, template, parent, server, operation);
-}
-
-/** Segments that look like ids or keys: digits, a UUID, a long hex or opaque token. */
-const ID_LIKE = /^(\d+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,}|[A-Za-z0-9_~.-]{24,})$/i;
-
-/**
- * The call's path as a template: the tool's own (`/orders/{id}` with pathParams), else the path
- * of the allowed operation it matched, else the judged path with id-like segments as `{id}`.
- */
-function pathTemplate(toolPath: unknown, judged: JudgedRequest): string {
-  if (typeof toolPath === "string" && toolPath.includes("{")) return toolPath;
-  for (const e of judged.api.allowed ?? []) if (e.path !== undefined && matches(e, judged.call)) return e.path.source;
-  return judged.path
-    .split("/")
-    .map((segment) => (ID_LIKE.test(segment) ? "{id}" : segment))
-    .join("/");
 }
 
 /** Adds the client's own headers to the tool's cleaned ones, in this order (later ones win). */

@@ -17,7 +17,7 @@ export interface OutboundCall {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: JsonValue | undefined;
-  /** Names the call in the log: its operation id, else the path as the tool wrote it. */
+  /** Names the call in the log: its operation id, else its path as a template (call-template.ts). */
   readonly operation: string;
 }
 

@@ -1012,3 +1012,53 @@ describe("a credential to an A2A peer over plain http (spec 5.8)", () => {
     expectRefused(r, "would send a credential over plain http");
   });
 });
+
+describe("the call's log line names its operation or template, never what the model wrote (spec 6.3)", () => {
+  /** Code that writes the model's `name` into the path itself, instead of pathParams. */
+  const lookup = defineTool({
+    name: "lookup",
+    description: "Looks a user's orders up by name.",
+    parameters: { type: "object", properties: { name: { type: "string" }, how: { type: "string" } }, required: ["name", "how"] },
+    calls: [],
+    run: (args, ctx) => {
+      const name = String(args.name);
+      if (args.how === "params") return ctx.api.request("svc", { method: "GET", path: "/users/{name}/orders", pathParams: { name } }) as never;
+      if (args.how === "labelled") return ctx.api.request("svc", { method: "GET", path: `/users/${encodeURIComponent(name)}/orders`, operationId: "listOrders" }) as never;
+      return ctx.api.request(args.how === "items" ? "items" : "svc", { method: "GET", path: `/${args.how === "items" ? "items" : "users"}/${encodeURIComponent(name)}/orders` }) as never;
+    },
+  });
+  const apiCalls = () => app!.logs.filter((l) => l.message === "api call");
+  const lookupLine = (name: string, how: string) => `/call lookup ${JSON.stringify({ name, how })}`;
+
+  it("a path segment the model wrote reads {id}; the code's own segments, pathParams' template and an allowed operation's template stay", async () => {
+    await start({ svc: svc(), items: svc({ allowed_operations: [{ path: "/items/{sku}/orders", methods: ["GET"] }] }) }, { tools: [lookup] });
+    const secret = "Jane Private-Name";
+    await runMessage(
+      [
+        lookupLine(secret, "inline"),
+        lookupLine(secret, "params"),
+        lookupLine(secret, "labelled"),
+        lookupLine(secret, "items"),
+        `/call req ${JSON.stringify({ api: "svc", req: { method: "GET", path: "/ok/Private-Segment" } })}`,
+      ].join("\n"),
+    );
+    // Each call was sent as written (the log is the only thing that changes).
+    expect(seen.map((s) => norm(s.url))).toEqual([
+      "/v1/users/Jane%20Private-Name/orders",
+      "/v1/users/Jane%20Private-Name/orders",
+      "/v1/users/Jane%20Private-Name/orders",
+      "/v1/items/Jane%20Private-Name/orders",
+      "/v1/ok/Private-Segment",
+    ]);
+    expect(apiCalls().map((l) => [l.api, l.method, l.operation, l.status])).toEqual([
+      ["svc", "GET", "/users/{id}/orders", 200],
+      ["svc", "GET", "/users/{name}/orders", 200],
+      ["svc", "GET", "listOrders", 200],
+      ["items", "GET", "/items/{sku}/orders", 200],
+      // The whole request came from the model here: every segment of its path is an argument's.
+      ["svc", "GET", "/{id}/{id}", 200],
+    ]);
+    const logged = JSON.stringify(app!.logs);
+    expect(logged).not.toContain("Private");
+  });
+});
