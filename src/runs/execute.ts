@@ -16,7 +16,7 @@ import { isoTime } from "../clock.js";
 import { AppError, hasCode, isAppError } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import type { TraceSpan } from "../observability/tracing.js";
-import { errorDetail } from "../observability/redact.js";
+import { errorDetail, providerErrorText } from "../observability/redact.js";
 import type { ToolCallScope } from "../policy/client.js";
 import { type ApiClient, noPolicyClient } from "../policy/types.js";
 import type { LeaseHandle, Message, RunRecord, RunStatus, ToolCall } from "../store/ports.js";
@@ -548,6 +548,9 @@ function failed(
   const errorType = error instanceof Error ? error.name : "Error";
   // The message and its cause, secrets masked, under the error id: what an operator needs to act.
   logger.error("run failed", { error_id: errorId, error_type: errorType, ...errorDetail(error) });
+  // A model provider's own text may quote the request (the user's words): DEBUG only (spec 6.3).
+  const providerText = providerErrorText(error);
+  if (providerText !== undefined) logger.debug("run failed: the model provider's error", { error_id: errorId, cause: providerText });
   // A configuration error names the missing setting (never a value), so the caller can act on it.
   const message = isAppError(error) && error.code === "configuration" ? `${error.message} Reference: ${errorId}.` : `The run failed. Reference: ${errorId}.`;
   emit({ ...errorEvent("run_failed", message, errorId, runId), ...(dev ? { detail: detailOf(error) } : {}) });

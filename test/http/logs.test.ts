@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { defineTool } from "../../src/index.js";
 import { chat, get, KEY, makeApp, type TestApp } from "../helpers.js";
+import { loopbackUpstream, sse } from "../providers/support.js";
 
 let app: TestApp;
 afterEach(async () => app?.close());
@@ -77,5 +78,43 @@ describe("unexpected errors outside dev", () => {
     expect(line.detail).toBe("Error: provider said 401: invalid key Bearer <redacted> for model x");
     expect(line.cause).toBe("FetchError: connect ECONNREFUSED https://svc:<redacted>@models.internal/v1?api_key=<redacted>");
     for (const secret of ["hunter2", "tok-zzz-999", "sk-live-abcdef123456"]) expect(app.rawLogs.join("\n")).not.toContain(secret);
+  });
+});
+
+describe("a model provider's error text (it may quote the request)", () => {
+  const provider = loopbackUpstream({ basePath: "/v1" });
+  const env = (level: string) => ({ MODEL_PROVIDER: "openai-compatible", MODEL_NAME: "m", MODEL_API_KEY: "k", OPENAI_BASE_URL: provider.baseURL, MODEL_MAX_RETRIES: "0", LOG_LEVEL: level });
+  const WORDS = "my private words xyzzy";
+
+  it("is told by its type, status and codes on the run's ERROR line, and only a DEBUG line holds its text", async () => {
+    // A 400 that echoes the request, then an error in the stream that quotes the user's words.
+    provider.handler = (req, res, n) => {
+      if (n % 2 === 1) {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: `Bad request, you sent: ${JSON.stringify(req.body)}`, type: "invalid_request_error", code: "bad_input" } }));
+      } else sse(res, [`data: ${JSON.stringify({ error: { message: `content flagged: ${WORDS}`, type: "content_filter" } })}\n\n`]);
+    };
+    for (const level of ["INFO", "DEBUG"]) {
+      app = await makeApp(env(level));
+      for (const _ of [1, 2]) {
+        const { events } = await chat(app, { message: WORDS });
+        expect(events.at(-1)).toMatchObject({ event: "error", data: { code: "run_failed" } });
+      }
+      const failed = app.logs.filter((l) => l.message === "run failed");
+      expect(failed.map((l) => [l.level, l.detail, l.cause])).toEqual([
+        ["ERROR", "ModelError: openai-compatible request failed: status 400", "BadRequestError (status 400, code bad_input, type invalid_request_error)"],
+        ["ERROR", "ModelError: openai-compatible request failed: error in stream", "APIError (type content_filter)"],
+      ]);
+      const debug = app.logs.filter((l) => l.message === "run failed: the model provider's error");
+      if (level === "INFO") {
+        expect(debug).toEqual([]);
+        expect(app.rawLogs.join("\n")).not.toContain("xyzzy");
+      } else {
+        // DEBUG may hold content (spec 6.3): the provider's text, under the same error id.
+        expect(debug.map((l) => [l.level, l.error_id])).toEqual(failed.map((l) => ["DEBUG", l.error_id]));
+        expect(String(debug[1]!.cause)).toContain(`content flagged: ${WORDS}`);
+      }
+      await app.close();
+    }
   });
 });
