@@ -125,9 +125,26 @@ function textLine(record: Record<string, unknown>): string {
   for (const k in record) {
     const v = record[k];
     if (v === null || v === undefined || HEAD_FIELDS.has(k)) continue;
-    extra += ` ${k}=${String(v)}`;
+    extra += ` ${k}=${oneLine(v)}`;
   }
-  return `${String(record.ts)} ${String(record.level).padEnd(8)} ${String(record.logger)}: ${String(record.message)}${extra}`;
+  return `${String(record.ts)} ${String(record.level).padEnd(8)} ${String(record.logger)}: ${oneLine(record.message)}${extra}`;
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+// eslint-disable-next-line no-control-regex
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const ESCAPES: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/**
+ * A value as the text line shows it, control characters escaped as JSON would: a value that
+ * carries a line break (a request path with %0A) cannot start a line of its own that looks like
+ * another record.
+ */
+function oneLine(value: unknown): string {
+  const text = String(value);
+  if (!CONTROL.test(text)) return text;
+  return text.replace(CONTROLS, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 export const silentLogger: Logger = {

@@ -32,6 +32,18 @@ describe("log lines", () => {
     expect(lines).toEqual(["2026-11-29T06:56:30.081Z WARNING  runs: slow request_id=r1 run_id=u1 duration_ms=41", "2026-11-29T06:56:30.081Z INFO     agent: plain"]);
   });
 
+  it("text: a value or message with a line break or another control character stays on its line, escaped", () => {
+    const { lines, logger } = capture("text");
+    // An access line for GET /x%0A2026-... ERROR ...: the decoded path must not forge a record.
+    logger.info("request", { path: "/x\n2026-11-29T00:00:00.000Z ERROR    agent: forged", note: "a\rb\tc\u0000d\u001be\u0085f\u2028g" });
+    logger.warning("two\nlines");
+    expect(lines).toEqual([
+      "2026-11-29T06:56:30.081Z INFO     agent: request path=/x\\n2026-11-29T00:00:00.000Z ERROR    agent: forged note=a\\rb\\tc\\u0000d\\u001be\\u0085f\\u2028g",
+      "2026-11-29T06:56:30.081Z WARNING  agent: two\\nlines",
+    ]);
+    for (const line of lines) expect(line.split("\n")).toHaveLength(1);
+  });
+
   it("stamps each line with its own millisecond, also when lines share one", () => {
     const { lines, logger, clock } = capture("json");
     logger.info("a");
