@@ -136,6 +136,10 @@ async function runOne(options: ToolRunOptions, id: string, name: string, args: R
   } catch (error) {
     options.throwIfStopped();
     if (isAppError(error) && error.code === "paused") return { content: "", is_error: false, paused: true };
+    // The store stopped answering (the approval gate reads and writes it: the claim, the answer):
+    // the run fails as unavailable instead of telling the model the tool failed. A resumed run
+    // then leaves its approved calls due, and the next holder of the thread carries them out.
+    if (isAppError(error) && error.code === "unavailable") throw error;
     const errorId = options.ids.errorId();
     const errorType = isAppError(error) ? error.name : error instanceof Error ? error.name : "Error";
     span?.fail(errorType, error instanceof Error ? error.message : undefined);

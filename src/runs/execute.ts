@@ -43,6 +43,9 @@ class RunStopped extends Error {
 }
 
 /** A run resumed after the decisions on a paused run: the tool calls that waited run first. */
+
+/** The run record's error_type when the store stopped answering (any adapter). */
+export const DATABASE_UNAVAILABLE = "DatabaseUnavailable";
 export interface ResumeOf {
   readonly approvalId: string;
   readonly decision: "approve" | "reject" | "expired";
@@ -528,7 +531,8 @@ function failed(
   if (hasCode(error, "unavailable")) {
     logger.warning("run failed: database unreachable", { error_id: errorId });
     fail("unavailable", "The database is unreachable.", detailOf(error));
-    return { status: "error", errorType: (error as Error).name, errorId };
+    // One name whatever the store: a resumed run that ends so is tried again (resume.ts gaveUp).
+    return { status: "error", errorType: DATABASE_UNAVAILABLE, errorId };
   }
   if (hasCode(error, "recursion_limit")) {
     logger.warning("the closing reply of a run at its step limit was not written", { error_id: errorId, ...errorDetail((error as Error).cause) });

@@ -10,11 +10,12 @@ import { outcomeCollector, type RunOutcome } from "../agent/outcome.js";
 import type { ApprovalRecord } from "../approvals/types.js";
 import type { Caller } from "../auth/caller.js";
 import { ACTIONS, type Principal } from "../auth/principal.js";
+import { hasCode } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import type { TraceSpan } from "../observability/tracing.js";
 import type { LeaseHandle, RunRecord } from "../store/ports.js";
 import type { RunsContext } from "./context.js";
-import { executeRun, type RunHandle } from "./execute.js";
+import { DATABASE_UNAVAILABLE, executeRun, type RunHandle } from "./execute.js";
 import { handOver } from "./leases.js";
 
 /** Failed resumes of one paused run before it is given up (see gaveUp). */
@@ -93,12 +94,14 @@ export function createResumer(ctx: RunsContext): Resumer {
 
   /**
    * A run that fails before it carries the calls out (a model that is not configured, say) would
-   * be resumed again by every sweep: after MAX_FAILED_RESUMES failed tries the paused run is
+   * be resumed again by every sweep: after MAX_FAILED_RESUMES failed tries (a database that did
+   * not answer does not count) the paused run is
    * marked resumed by the last of them, loudly, and the thread is free again. The decided calls
    * were never claimed (nothing was sent); their tool calls read as interrupted on the next run.
    */
   async function gaveUp(run: RunRecord): Promise<boolean> {
-    const failed = (await ctx.store.listRuns(run.thread_id)).filter((r) => r.resumed_from === run.run_id && r.status === "error");
+    // A database that stopped answering is not the run's fault: it is tried again until it answers.
+    const failed = (await ctx.store.listRuns(run.thread_id)).filter((r) => r.resumed_from === run.run_id && r.status === "error" && r.error_type !== DATABASE_UNAVAILABLE);
     if (failed.length < MAX_FAILED_RESUMES) return false;
     await ctx.store.markResumed(run.run_id, failed.at(-1)!.run_id);
     ctx.logger.warning("a decided run failed to resume too often; its decisions were not carried out", {
@@ -112,17 +115,28 @@ export function createResumer(ctx: RunsContext): Resumer {
   return {
     resumeHeld,
     async afterDecision(approval, stream, waitMs) {
-      // Every decision resumes the run (spec 3.1): it carries this call out and pauses again for
-      // the calls of its turn still pending.
-      const handle = await ctx.leases.take(approval.thread_id, "resume", waitMs);
-      if (!handle) return { kind: "queued" };
-      const paused = await handOver(ctx.leases, handle, () => ctx.store.getRun(approval.run_id));
-      if (!paused) {
-        await ctx.leases.release(handle);
-        return { kind: "nothing" };
+      try {
+        // Every decision resumes the run (spec 3.1): it carries this call out and pauses again for
+        // the calls of its turn still pending.
+        const handle = await ctx.leases.take(approval.thread_id, "resume", waitMs);
+        if (!handle) return { kind: "queued" };
+        const paused = await handOver(ctx.leases, handle, () => ctx.store.getRun(approval.run_id));
+        if (!paused) {
+          await ctx.leases.release(handle);
+          return { kind: "nothing" };
+        }
+        const run = await resumeHeld(handle, paused, stream);
+        return run ? { kind: "started", run } : { kind: "nothing" };
+      } catch (error) {
+        // The decision is recorded and makes the run due: a database that stops answering now
+        // only delays the resume, which the next holder of the thread or the sweep carries out.
+        // Answering 503 here would say nothing was done.
+        if (!hasCode(error, "unavailable")) throw error;
+        stream.logger.warning("the decision is recorded; its run could not be resumed at once (database unreachable), the next holder of the thread resumes it", {
+          approval_id: approval.approval_id,
+        });
+        return { kind: "queued" };
       }
-      const run = await resumeHeld(handle, paused, stream);
-      return run ? { kind: "started", run } : { kind: "nothing" };
     },
     onResumed: (listener) => void listeners.push(listener),
   };

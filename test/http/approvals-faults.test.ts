@@ -195,6 +195,58 @@ describe("a slow database: a 503 means nothing was done", () => {
     await expectSentOnce(a, thread, id);
   });
 
+  it("a decision recorded while another connection locks the leases table is answered queued, not 503, and the call is sent once after the lock goes", async () => {
+    const thread = "lease-lock";
+    const id = await pause(a, thread);
+    const sql = admin(schema);
+    const other = await sql.reserve();
+    let decided: Awaited<ReturnType<typeof drain>>;
+    try {
+      await other`BEGIN`;
+      await other`LOCK TABLE leases IN ACCESS EXCLUSIVE MODE`;
+      decided = await drain(await approve(a, thread, id));
+      expect(sentFor(id)).toBe(0);
+    } finally {
+      await other`ROLLBACK`;
+      other.release();
+    }
+    // The decision is recorded: a 503 here would tell the client nothing was done.
+    expect(decided.status).toBe(200);
+    expect(decided.json).toMatchObject({ resumed: false, queued: true, approval: { status: "approved" }, pending: [] });
+    await expectSentOnce(a, thread, id);
+  });
+
+  it("an approved call whose claim meets a row lock is not lost: each resume fails as unavailable (more than three times), and the call is sent once after the lock goes", async () => {
+    const own = fresh();
+    const r = await replica(own);
+    const h = await handle(own);
+    const thread = "claim-lock";
+    const id = await pause(r, thread);
+    // The decision is queued behind another holder, so the lock below is in place before any resume.
+    const holder = (await h.lease.acquire(thread, "other-replica:run", 10_000))!;
+    expect((await drain(await approve(r, thread, id))).json).toMatchObject({ queued: true });
+    const sql = admin(own);
+    const other = await sql.reserve();
+    const failedResumes = async () => (await h.store.listRuns(thread)).filter((x) => x.resumed_from !== null && x.status === "error");
+    try {
+      await other`BEGIN`;
+      await other`SELECT 1 FROM approvals WHERE approval_id = ${id} FOR UPDATE`;
+      await h.lease.release(holder);
+      // The sweep resumes the run; its claim waits on the lock until the server cancels it.
+      await waitFor(async () => (await failedResumes()).length >= 4, 20_000);
+      expect((await failedResumes()).every((x) => x.error_type === "DatabaseUnavailable")).toBe(true);
+      expect(sentFor(id)).toBe(0);
+      const [row] = await sql`SELECT status FROM approvals WHERE approval_id = ${id}`;
+      expect(row!.status).toBe("approved");
+    } finally {
+      await other`ROLLBACK`;
+      other.release();
+    }
+    await expectSentOnce(r, thread, id);
+    const paused = (await h.store.listRuns(thread)).find((x) => x.status === "awaiting_approval")!;
+    expect(paused.resumed_by).not.toBeNull();
+  }, 40_000);
+
   it("a chat that meets a table lock answers 503 and leaves no thread, message, run record or lease: the retry works at once", async () => {
     const sql = admin(schema);
     const other = await sql.reserve();

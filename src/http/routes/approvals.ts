@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { type Caller, ownsThread } from "../../auth/caller.js";
 import type { ApprovalRecord } from "../../approvals/types.js";
 import { publicApproval } from "../../approvals/view.js";
+import { hasCode } from "../../errors.js";
 import { forbidden, notFound } from "../../problems.js";
 import type { RunHandle, Runs } from "../../runs/index.js";
 import type { Logger } from "../../observability/logger.js";
@@ -75,10 +76,15 @@ export function approvalRoutes({ store, runs, settings, requireAuth }: { store: 
         });
       if (outcome.kind !== "started") {
         sse.close();
-        const pending = await store.listApprovals({ run_id: decided.run_id, status: "pending", limit: ALL, offset: 0 });
+        // The decision is recorded: a database that stops answering now leaves `pending` out
+        // rather than answering 503, which would say nothing was done.
+        const pending = await store.listApprovals({ run_id: decided.run_id, status: "pending", limit: ALL, offset: 0 }).catch((error: unknown) => {
+          if (!hasCode(error, "unavailable")) throw error;
+          return undefined;
+        });
         return c.json({
           approval: view(caller, decided, ownsThread(caller, thread)),
-          pending: pending.map((a) => view(caller, a, ownsThread(caller, thread))),
+          ...(pending ? { pending: pending.map((a) => view(caller, a, ownsThread(caller, thread))) } : {}),
           resumed: false,
           // The decision is recorded; the thread was busy, so its next holder (or the recovery
           // sweep, within seconds) resumes the run and carries the decision out.
