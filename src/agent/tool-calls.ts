@@ -136,10 +136,11 @@ async function runOne(options: ToolRunOptions, id: string, name: string, args: R
   } catch (error) {
     options.throwIfStopped();
     if (isAppError(error) && error.code === "paused") return { content: "", is_error: false, paused: true };
-    // The store stopped answering (the approval gate reads and writes it: the claim, the answer):
-    // the run fails as unavailable instead of telling the model the tool failed. A resumed run
-    // then leaves its approved calls due, and the next holder of the thread carries them out.
-    if (isAppError(error) && error.code === "unavailable") throw error;
+    // The store stopped answering (the approval gate reads and writes it: the claim, the answer),
+    // or the run held an approved call past its lease: the run fails as unavailable instead of
+    // telling the model the tool failed. A resumed run then leaves its approved calls due, and
+    // the next holder of the thread carries them out.
+    if (isAppError(error) && (error.code === "unavailable" || error.code === "lease_lost")) throw error;
     const errorId = options.ids.errorId();
     const errorType = isAppError(error) ? error.name : error instanceof Error ? error.name : "Error";
     span?.fail(errorType, error instanceof Error ? error.message : undefined);

@@ -149,7 +149,7 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
             // two runs from sending at once): it may have reached the API. Never sent blindly again.
             await store.markOutcomeUnknown(existing.approval_id);
             throw new ApiCallError(
-              "the approved call may or may not have reached the API: the process sending it stopped before the answer came back; it is not sent again; a person should check with the API before asking again",
+              "the approved call may or may not have reached the API: the run sending it ended before its answer was recorded; it is not sent again; a person should check with the API before asking again",
             );
           }
           return {
@@ -165,6 +165,9 @@ export function createApprovalGate(deps: ApprovalGateDeps): ApprovalGate {
     },
     async answered(approvalId, response) {
       await store.recordApprovalResult(approvalId, response);
+    },
+    async unanswered(approvalId) {
+      await store.markOutcomeUnknown(approvalId);
     },
     async recorded(threadId, toolCallId) {
       const all = await store.listApprovals({ thread_id: threadId, limit: 100, offset: 0 });

@@ -11,7 +11,7 @@
  */
 import type { Principal } from "../auth/principal.js";
 import type { Clock } from "../clock.js";
-import { ApiCallError, ApiPolicyError } from "../errors.js";
+import { ApiCallError, ApiPolicyError, isAppError, LeaseLost } from "../errors.js";
 import type { JsonValue } from "../json.js";
 import type { Logger } from "../observability/logger.js";
 import { ATTR } from "../observability/trace-attributes.js";
@@ -80,6 +80,12 @@ export interface RunScope {
   readonly originWords?: string;
   /** The run's span (tracing on): kept with an approval the run waits on. */
   readonly span?: TraceSpan | undefined;
+  /**
+   * Whether the run still holds its thread's lease by its own clock: a process that stalled past
+   * the lease's time (stopped, starved) does not, and another replica may have taken the run on.
+   * Asked right before an approved call goes out.
+   */
+  readonly holdsLease?: () => boolean;
 }
 
 /** Which tool call the calls come from, and the model's words of that turn. */
@@ -173,8 +179,26 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   // Approvals do not bind them (they are not part of the call shown): a resumed run sends its own.
   run.tracing.inject(headers, propagationTarget(api), span, run.scope.logger.requestId);
   const url = `${base}${judged.path}${queryString(call.query)}`;
-  const response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
-  if (approvalId !== undefined) await options.gate?.answered(approvalId, response);
+  if (approvalId === undefined) return transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
+  // Fenced by the run's own clock as late as can be: a run that stalled past its lease between
+  // the claim and here is no longer the only one on the thread, and the run now resuming it reads
+  // the claimed call as unknown; sending it now would surprise everyone.
+  if (run.scope.holdsLease?.() === false) {
+    span.fail("LeaseLost");
+    span.end();
+    throw new LeaseLost("the run held the approved call past its thread's lease; it was not sent");
+  }
+  let response: ApiResponse;
+  try {
+    response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
+  } catch (error) {
+    // Claimed and handed over, and no answer: it may have reached the API. Never sent again.
+    await options.gate!.unanswered?.(approvalId);
+    if (isAppError(error) && error.code === "api_call")
+      throw new ApiCallError(`${error.message}; the approved call may have reached the API and is not sent again; a person should check with the API before asking again`, { cause: error });
+    throw error;
+  }
+  await options.gate!.answered(approvalId, response);
   return response;
 }
 

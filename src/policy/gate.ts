@@ -71,6 +71,8 @@ export interface ApprovalGate {
   claim(approvalId: string): Promise<boolean>;
   /** Keeps the answer of a sent approved call. */
   answered(approvalId: string, response: ApiResponse): Promise<void>;
+  /** A claimed call whose answer never came (a timeout, a cut connection): it may have reached the API. */
+  unanswered?(approvalId: string): Promise<void>;
   /** The approvals one tool call of a thread asked for, oldest first. */
   recorded(threadId: string, toolCallId: string): Promise<readonly RecordedApproval[]>;
 }

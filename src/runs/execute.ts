@@ -161,6 +161,8 @@ class LiveRun implements RunHandle, ActiveRun {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** The timer repeats every renewal period (an interval) while the deadline is further off. */
   private repeating = false;
+  /** When the lease was last confirmed: the run started with it just taken, then each renewal. */
+  private leaseFrom: number;
 
   constructor(
     private readonly ctx: RunsContext,
@@ -171,6 +173,7 @@ class LiveRun implements RunHandle, ActiveRun {
     this.logger = input.logger.child({ run_id: runId, thread_id: input.threadId });
     this.trace = startRunTrace(ctx.tracing, runId, input);
     this.deadline = this.started + ctx.limits.runTimeoutS * 1000;
+    this.leaseFrom = this.started;
     this.schedule(this.started);
     // One chain from the run to its end (each handler a waiting run holds costs memory): the
     // registry lets go of the run once everything is written.
@@ -216,10 +219,19 @@ class LiveRun implements RunHandle, ActiveRun {
     const { renewMs } = this.ctx.leases.timings;
     if (now - this.started >= renewMs)
       this.ctx.leases.renew(this.input.lease).then(
-        (held) => held || this.stop("lease_lost"),
+        (held) => (held ? (this.leaseFrom = now) : this.stop("lease_lost")),
         () => this.stop("lease_lost"),
       );
     this.schedule(now);
+  }
+
+  /**
+   * The lease is held by the run's own clock: less than its time has passed since it was last
+   * confirmed (counted from when the renewal was asked for). A process that stalled longer (a
+   * stopped or starved event loop) has not confirmed it, whatever its timers would say next.
+   */
+  holdsLease(): boolean {
+    return performance.now() - this.leaseFrom < this.ctx.leases.timings.ttlMs;
   }
 
   /**
@@ -411,6 +423,7 @@ class LoopInput implements LoopOptions {
         resumed: resume !== undefined,
         originWords: caller.principal.actor ? origin : this.request,
         span: trace?.run,
+        holdsLease: () => this.run.holdsLease(),
       });
     }
     return this.calls(call);
