@@ -13,11 +13,16 @@ import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { chat, get, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
 import { createOrder, ordersPolicy, pauseOn } from "../support/orders.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
-import { recordingUpstream } from "../support/upstream.js";
+import { created, recordingUpstream } from "../support/upstream.js";
 
 const pg = scratchDatabase();
 const { fresh, handle, admin } = pg;
 const upstream = recordingUpstream();
+/** Answers after a second: long enough to take a lock while the call is in flight. */
+const slowUpstream = recordingUpstream(async (res) => {
+  await new Promise((r) => setTimeout(r, 1_000));
+  created(res);
+});
 const sentFor = (approvalId: string) => upstream.hits.filter((h) => h.headers["idempotency-key"] === approvalId).length;
 
 const env = () => ({ CHECKPOINTER: "sql", SQLDB_DSN: DSN, ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" });
@@ -246,6 +251,37 @@ describe("a slow database: a 503 means nothing was done", () => {
     const paused = (await h.store.listRuns(thread)).find((x) => x.status === "awaiting_approval")!;
     expect(paused.resumed_by).not.toBeNull();
   }, 40_000);
+
+  it("a sent call whose answer cannot be recorded (a row lock) fails the run as unavailable, is never sent again, and is read as unknown", async () => {
+    const own = fresh();
+    const r = await pg.track(makeApp({ ...env(), ORDERS_URL: slowUpstream.base }, { sqlSchema: own, policyText: ordersPolicy(), tools: [createOrder], ...FAST }));
+    const thread = "answer-lock";
+    const id = await pause(r, thread);
+    const sql = admin(own);
+    const other = await sql.reserve();
+    let decided: Awaited<ReturnType<typeof drain>>;
+    try {
+      const answer = approve(r, thread, id).then(drain);
+      // The call is on the wire: lock its approval before the answer comes back.
+      await waitFor(async () => slowUpstream.hits.some((h) => h.headers["idempotency-key"] === id), 5_000);
+      await other`BEGIN`;
+      await other`SELECT 1 FROM approvals WHERE approval_id = ${id} FOR UPDATE`;
+      decided = await answer;
+      await new Promise((res) => setTimeout(res, 500));
+    } finally {
+      await other`ROLLBACK`;
+      other.release();
+    }
+    // Not "The tool failed" with the run ending ok: the model was never told anything false.
+    expect(decided.events.at(-1)).toMatchObject({ event: "error", data: { code: "unavailable" } });
+    expect(decided.events.some((e) => e.event === "tool.result")).toBe(false);
+    // The sweep resumes the run: the claimed call without a recorded answer is read as unknown.
+    await waitFor(async () => (await approvalVia(r, thread, id)).outcome === "unknown", 8_000);
+    const messages = (await (await r.fetch(get(`/threads/${thread}/messages`))).json()) as { role: string; content: string }[];
+    expect(messages.filter((m) => m.role === "tool").map((m) => m.content).join(" ")).toContain("the run sending it ended before its answer was recorded");
+    await new Promise((res) => setTimeout(res, 300));
+    expect(slowUpstream.hits.filter((h) => h.headers["idempotency-key"] === id)).toHaveLength(1);
+  }, 30_000);
 
   it("a chat that meets a table lock answers 503 and leaves no thread, message, run record or lease: the retry works at once", async () => {
     const sql = admin(schema);
