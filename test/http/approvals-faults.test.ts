@@ -56,6 +56,21 @@ async function expectSentOnce(a: TestApp, thread: string, id: string): Promise<v
   expect(sentFor(id), `upstream requests for approval ${id}`).toBe(1);
 }
 
+/** Runs `during` while a second connection holds `lock` (a statement in its open transaction), then rolls it back. */
+async function holding<T>(schema: string, lock: string, params: readonly string[], during: () => Promise<T>): Promise<T> {
+  const other = await admin(schema).reserve();
+  try {
+    await other`BEGIN`;
+    await other.unsafe(lock, params as string[]);
+    return await during();
+  } finally {
+    await other`ROLLBACK`;
+    other.release();
+  }
+}
+
+const ROW_LOCK = "SELECT 1 FROM approvals WHERE approval_id = $1 FOR UPDATE";
+
 afterAll(() => pg.cleanup());
 
 describe("decisions are carried out once, whoever holds the thread", () => {
@@ -177,20 +192,14 @@ describe("a slow database: a 503 means nothing was done", () => {
     const thread = "row-lock";
     const id = await pause(a, thread);
     const sql = admin(schema);
-    const other = await sql.reserve();
-    try {
-      await other`BEGIN`;
-      await other`SELECT 1 FROM approvals WHERE approval_id = ${id} FOR UPDATE`;
+    await holding(schema, ROW_LOCK, [id], async () => {
       const t0 = performance.now();
       const res = await approve(a, thread, id);
       expect(res.status).toBe(503);
       expect(performance.now() - t0).toBeLessThan(3_500);
       const [row] = await sql`SELECT status FROM approvals WHERE approval_id = ${id}`;
       expect(row!.status).toBe("pending");
-    } finally {
-      await other`ROLLBACK`;
-      other.release();
-    }
+    });
     const [row] = await sql`SELECT status FROM approvals WHERE approval_id = ${id}`;
     expect(row!.status).toBe("pending");
     expect(sentFor(id)).toBe(0);
@@ -203,18 +212,11 @@ describe("a slow database: a 503 means nothing was done", () => {
   it("a decision recorded while another connection locks the leases table is answered queued, not 503, and the call is sent once after the lock goes", async () => {
     const thread = "lease-lock";
     const id = await pause(a, thread);
-    const sql = admin(schema);
-    const other = await sql.reserve();
-    let decided: Awaited<ReturnType<typeof drain>>;
-    try {
-      await other`BEGIN`;
-      await other`LOCK TABLE leases IN ACCESS EXCLUSIVE MODE`;
-      decided = await drain(await approve(a, thread, id));
+    const decided = await holding(schema, "LOCK TABLE leases IN ACCESS EXCLUSIVE MODE", [], async () => {
+      const answer = await drain(await approve(a, thread, id));
       expect(sentFor(id)).toBe(0);
-    } finally {
-      await other`ROLLBACK`;
-      other.release();
-    }
+      return answer;
+    });
     // The decision is recorded: a 503 here would tell the client nothing was done.
     expect(decided.status).toBe(200);
     expect(decided.json).toMatchObject({ resumed: false, queued: true, approval: { status: "approved" }, pending: [] });
@@ -230,23 +232,16 @@ describe("a slow database: a 503 means nothing was done", () => {
     // The decision is queued behind another holder, so the lock below is in place before any resume.
     const holder = (await h.lease.acquire(thread, "other-replica:run", 10_000))!;
     expect((await drain(await approve(r, thread, id))).json).toMatchObject({ queued: true });
-    const sql = admin(own);
-    const other = await sql.reserve();
     const failedResumes = async () => (await h.store.listRuns(thread)).filter((x) => x.resumed_from !== null && x.status === "error");
-    try {
-      await other`BEGIN`;
-      await other`SELECT 1 FROM approvals WHERE approval_id = ${id} FOR UPDATE`;
+    await holding(own, ROW_LOCK, [id], async () => {
       await h.lease.release(holder);
       // The sweep resumes the run; its claim waits on the lock until the server cancels it.
       await waitFor(async () => (await failedResumes()).length >= 4, 20_000);
       expect((await failedResumes()).every((x) => x.error_type === "DatabaseUnavailable")).toBe(true);
       expect(sentFor(id)).toBe(0);
-      const [row] = await sql`SELECT status FROM approvals WHERE approval_id = ${id}`;
+      const [row] = await admin(own)`SELECT status FROM approvals WHERE approval_id = ${id}`;
       expect(row!.status).toBe("approved");
-    } finally {
-      await other`ROLLBACK`;
-      other.release();
-    }
+    });
     await expectSentOnce(r, thread, id);
     const paused = (await h.store.listRuns(thread)).find((x) => x.status === "awaiting_approval")!;
     expect(paused.resumed_by).not.toBeNull();
@@ -254,28 +249,25 @@ describe("a slow database: a 503 means nothing was done", () => {
 
   it("a sent call whose answer cannot be recorded (a row lock) fails the run as unavailable, is never sent again, and is read as unknown", async () => {
     const own = fresh();
-    const r = await pg.track(makeApp({ ...env(), ORDERS_URL: slowUpstream.base }, { sqlSchema: own, policyText: ordersPolicy(), tools: [createOrder], ...FAST }));
+    // Without a quick sweep, so the decider itself resumes the run (and streams what happens).
+    const slowReplica = (sweepIntervalMs: number) =>
+      pg.track(makeApp({ ...env(), ORDERS_URL: slowUpstream.base }, { sqlSchema: own, policyText: ordersPolicy(), tools: [createOrder], ...FAST, sweepIntervalMs }));
+    const r = await slowReplica(60_000);
     const thread = "answer-lock";
     const id = await pause(r, thread);
-    const sql = admin(own);
-    const other = await sql.reserve();
-    let decided: Awaited<ReturnType<typeof drain>>;
-    try {
-      const answer = approve(r, thread, id).then(drain);
-      // The call is on the wire: lock its approval before the answer comes back.
-      await waitFor(async () => slowUpstream.hits.some((h) => h.headers["idempotency-key"] === id), 5_000);
-      await other`BEGIN`;
-      await other`SELECT 1 FROM approvals WHERE approval_id = ${id} FOR UPDATE`;
-      decided = await answer;
+    const answer = approve(r, thread, id).then(drain);
+    // The call is on the wire: lock its approval before the answer comes back.
+    await waitFor(async () => slowUpstream.hits.some((h) => h.headers["idempotency-key"] === id), 5_000);
+    const decided = await holding(own, ROW_LOCK, [id], async () => {
+      const ended = await answer;
       await new Promise((res) => setTimeout(res, 500));
-    } finally {
-      await other`ROLLBACK`;
-      other.release();
-    }
+      return ended;
+    });
     // Not "The tool failed" with the run ending ok: the model was never told anything false.
     expect(decided.events.at(-1)).toMatchObject({ event: "error", data: { code: "unavailable" } });
     expect(decided.events.some((e) => e.event === "tool.result")).toBe(false);
-    // The sweep resumes the run: the claimed call without a recorded answer is read as unknown.
+    // Another replica's sweep resumes the run: the claimed call without a recorded answer is read as unknown.
+    await slowReplica(100);
     await waitFor(async () => (await approvalVia(r, thread, id)).outcome === "unknown", 8_000);
     const messages = (await (await r.fetch(get(`/threads/${thread}/messages`))).json()) as { role: string; content: string }[];
     expect(messages.filter((m) => m.role === "tool").map((m) => m.content).join(" ")).toContain("the run sending it ended before its answer was recorded");
@@ -285,18 +277,12 @@ describe("a slow database: a 503 means nothing was done", () => {
 
   it("a chat that meets a table lock answers 503 and leaves no thread, message, run record or lease: the retry works at once", async () => {
     const sql = admin(schema);
-    const other = await sql.reserve();
-    try {
-      await other`BEGIN`;
-      await other`LOCK TABLE threads IN ACCESS EXCLUSIVE MODE`;
+    await holding(schema, "LOCK TABLE threads IN ACCESS EXCLUSIVE MODE", [], async () => {
       const t0 = performance.now();
       const res = await a.fetch(post("/chat", { message: "hello", thread_id: "table-lock" }));
       expect(res.status).toBe(503);
       expect(performance.now() - t0).toBeLessThan(3_500);
-    } finally {
-      await other`ROLLBACK`;
-      other.release();
-    }
+    });
     // A statement the server did not cancel would go on once the lock is gone, and commit.
     await new Promise((r) => setTimeout(r, 500));
     for (const table of ["threads", "messages", "runs"]) {

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import type { Store } from "../../src/store/ports.js";
-import { get, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
+import { chat, get, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
 import { createOrder, ordersPolicy, pauseOn } from "../support/orders.js";
 import { created, recordingUpstream } from "../support/upstream.js";
 
@@ -17,7 +17,8 @@ import { created, recordingUpstream } from "../support/upstream.js";
 const upstream = recordingUpstream((res: ServerResponse) => (res.req.url?.startsWith("/silent/") ? undefined : created(res)));
 const sentFor = (approvalId: string) => upstream.hits.filter((h) => h.headers["idempotency-key"] === approvalId).length;
 
-const FAST = { leaseTimings: { renewMs: 200, ttlMs: 1_000 }, sweepIntervalMs: 100 };
+/** A short lease; no sweep to speak of, so the decider itself resumes the run (and streams it). */
+const QUICK = { leaseTimings: { renewMs: 200, ttlMs: 1_000 }, sweepIntervalMs: 60_000 };
 
 /** The memory store, with `claimApprovalExecution` made to hold the event loop for `stall.ms` after it (a stopped or starved process). */
 function stallingStore(stall: { ms: number }): Store {
@@ -48,7 +49,7 @@ async function toolResults(app: TestApp, thread: string): Promise<string[]> {
 describe("an approved call claimed and never answered", () => {
   it("is not sent by a run that stalled past its thread's lease after the claim; the next resume reads it as unknown and sends nothing", async () => {
     const stall = { ms: 0 };
-    const app = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { storage: async (_s, { clock }) => ({ store: stallingStore(stall), lease: createMemoryLease(clock) }), policyText: ordersPolicy(), tools: [createOrder], ...FAST });
+    const app = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { storage: async (_s, { clock }) => ({ store: stallingStore(stall), lease: createMemoryLease(clock) }), policyText: ordersPolicy(), tools: [createOrder], ...QUICK });
     try {
       const thread = "stalled";
       const id = (await pauseOn(app, thread)).approval.approval_id as string;
@@ -58,7 +59,9 @@ describe("an approved call claimed and never answered", () => {
       // The resumed run stops as the lease's loser (7.2 unavailable), and says nothing was done for the model.
       expect(decided.at(-1)).toMatchObject({ event: "error", data: { code: "unavailable" } });
       expect(sentFor(id)).toBe(0);
-      // The sweep resumes the run again: the claimed call is never sent blindly, and says so.
+      // The next holder of the thread resumes the run first (a chat, answered busy meanwhile): the
+      // claimed call is never sent blindly, and says so.
+      expect((await chat(app, { message: "and now?", thread_id: thread })).res.status).toBe(409);
       await waitFor(async () => (await approvalOf(app, thread, id)).outcome === "unknown", 8_000);
       await waitFor(async () => (await toolResults(app, thread)).some((c) => c.includes("may or may not have reached the API")), 8_000);
       await new Promise((r) => setTimeout(r, 300));
@@ -69,7 +72,7 @@ describe("an approved call claimed and never answered", () => {
   });
 
   it("whose upstream never answers ends as unknown: the tool reads that it may have reached the API and is not sent again", async () => {
-    const app = await makeApp({ ORDERS_URL: `${upstream.base}/silent`, LOG_LEVEL: "WARNING" }, { policyText: ordersPolicy().replace("auth: none", "auth: none\n    timeouts_ms: { read: 500 }"), tools: [createOrder] });
+    const app = await makeApp({ ORDERS_URL: `${upstream.base}/silent`, LOG_LEVEL: "WARNING" }, { policyText: ordersPolicy().replace("auth: none", "auth: none\n    timeouts_ms: { read: 500 }"), tools: [createOrder], sweepIntervalMs: 60_000 });
     try {
       const thread = "silent";
       const id = (await pauseOn(app, thread)).approval.approval_id as string;
