@@ -41,6 +41,12 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
       sink.stop();
       stream.cancel();
     });
+    // A client that left while the run was being started (a slow claim of the thread, say) closed
+    // the response before the listener was there: its run stops now, as if it had just left.
+    if (out.destroyed) {
+      sink.stop();
+      stream.cancel();
+    }
     return RESPONSE_ALREADY_SENT;
   };
 }

@@ -20,8 +20,11 @@ afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
 });
 
-async function served(env: Record<string, string> = {}, tools: NonNullable<Parameters<typeof createApp>[0]>["tools"] = undefined): Promise<{ base: string; store: Store }> {
-  const store = createMemoryStore();
+async function served(
+  env: Record<string, string> = {},
+  tools: NonNullable<Parameters<typeof createApp>[0]>["tools"] = undefined,
+  store: Store = createMemoryStore(),
+): Promise<{ base: string; store: Store }> {
   const app = await createApp({
     env: { ...ENV, ...env },
     logWrite: () => {},
@@ -82,6 +85,25 @@ describe("serveNode", () => {
     expect(text).toMatch(/^event: message.start\n[^]*: keep-alive\n\n/);
     aborter.abort();
     await expect.poll(async () => (await store.listRuns("t1"))[0]?.status, { timeout: 5_000 }).toBe("cancelled");
+  });
+
+  it("cancels the run of a client that went away while the run was being started (a slow claim of the thread)", async () => {
+    const store = createMemoryStore();
+    const claim = store.claimThread.bind(store);
+    store.claimThread = async (...args) => {
+      await new Promise((r) => setTimeout(r, 400));
+      return claim(...args);
+    };
+    const { base } = await served({}, undefined, store);
+    const aborter = new AbortController();
+    const gone = chat(base, "/sleep 30000\nwait", { signal: aborter.signal }).catch(() => "aborted");
+    setTimeout(() => aborter.abort(), 100);
+    expect(await gone).toBe("aborted");
+    // Not a run nobody reads going on for 30 s with the thread held: it stops, and the thread is free.
+    await expect.poll(async () => (await store.listRuns("t1"))[0]?.status, { timeout: 5_000 }).toBe("cancelled");
+    const next = await chat(base, "hello again");
+    expect(next.status).toBe(200);
+    expect(answerText(parseSse(await next.text()))).toBe("echo: hello again");
   });
 
   it("keeps each stream's heartbeat period when streams of different periods wait in one process", async () => {
