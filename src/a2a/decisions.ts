@@ -80,6 +80,12 @@ export function createDecisions({ store, runs, tasks, runInTask }: { store: Stor
       // Other approvals of the run still wait, or another request resumes it: the task waits,
       // listing this approval too, so it takes the outcome whichever route finishes the run.
       const pending = await store.listApprovals({ run_id: decided.run_id, status: "pending", limit: 100, offset: 0 });
+      if (outcome.kind === "queued" && pending.length === 0) {
+        // Nothing left to decide: the run resumes once the conversation is free (the next holder
+        // of the thread, or the recovery sweep), and this task takes its outcome (still working).
+        const text = `The decision on approval ${decided.approval_id} is recorded; the run resumes as soon as the conversation is free, and this task then takes its outcome.`;
+        return tasks.update(working, { state: "working", approval_ids: [decided.approval_id], run_id: null, status_parts: [{ kind: "text", text }] });
+      }
       const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
       return tasks.update(working, awaiting([decided.approval_id, ...pending.map((a) => a.approval_id)], shown));
     });

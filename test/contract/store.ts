@@ -1095,7 +1095,7 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect(await listed({})).toEqual(["4", "2", "3", "1"]);
       });
 
-      it("tasksWaitingOn: the thread's input-required tasks that list the approval", async () => {
+      it("tasksWaitingOn: the thread's tasks that list the approval and ask for a decision or are queued on one (working, no run)", async () => {
         const a = thread("twa");
         const b = thread("twb");
         await store.createThread(a);
@@ -1103,14 +1103,19 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         const ap = (n: number) => `${tag}-ap-${n}`;
         const t1 = task("1", a.thread_id, { state: "input-required", approval_ids: [ap(1), ap(2)] });
         const t2 = task("2", a.thread_id, { state: "input-required", approval_ids: [ap(2)] });
-        const t3 = task("3", a.thread_id, { state: "working", approval_ids: [ap(1)] });
+        // Working on a run of its own: its run, not the decision's, answers it.
+        const t3 = task("3", a.thread_id, { state: "working", approval_ids: [ap(1)], run_id: `${tag}-run-3` });
         const t4 = task("4", b.thread_id, { state: "input-required", approval_ids: [ap(1)] });
-        for (const t of [t1, t2, t3, t4]) await store.createTask(t);
+        // Queued on a decision whose run has not started: it takes that run's outcome.
+        const t5 = task("5", b.thread_id, { state: "working", approval_ids: [ap(3)] });
+        const t6 = task("6", b.thread_id, { state: "completed", approval_ids: [ap(3)] });
+        for (const t of [t1, t2, t3, t4, t5, t6]) await store.createTask(t);
         const byId = (rows: TaskRecord[]) => [...rows].sort((x, y) => (x.task_id < y.task_id ? -1 : 1));
         expect(await store.tasksWaitingOn(a.thread_id, ap(1))).toEqual([t1]);
         expect(byId(await store.tasksWaitingOn(a.thread_id, ap(2)))).toEqual([t1, t2]);
         expect(await store.tasksWaitingOn(a.thread_id, ap(3))).toEqual([]);
         expect(await store.tasksWaitingOn(b.thread_id, ap(1))).toEqual([t4]);
+        expect(await store.tasksWaitingOn(b.thread_id, ap(3))).toEqual([t5]);
         expect(await store.tasksWaitingOn(`${tag}-missing`, ap(1))).toEqual([]);
         await store.updateTask(t1.task_id, { state: "working", approval_ids: [] });
         expect(await store.tasksWaitingOn(a.thread_id, ap(1))).toEqual([]);

@@ -420,6 +420,29 @@ describe("approvals over A2A (spec 4.5)", () => {
   };
   const approvalOf = (t: Json) => statusData(t).find((d: Json) => d.type === "approval_request").approval as Json;
 
+  it("a decision that finds the conversation held is queued: the task says so and stays working (not input-required with nothing to decide), then completes once the run resumes", async () => {
+    let lease: ReturnType<typeof createMemoryLease> | undefined;
+    const a = await approvalApp({
+      sweepIntervalMs: 100,
+      storage: async (_s, { clock }) => ({ store: createMemoryStore(), lease: (lease = createMemoryLease(clock)) }),
+    });
+    const t = await send(a, GATED);
+    const ap = approvalOf(t);
+    // Another holder has the conversation (a chat, a stalled replica).
+    const held = (await lease!.acquire(t.contextId, "other:run", 10_000))!;
+    const body = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "approve", digest: ap.digest } }], { taskId: t.id }));
+    expect(body.error).toBeUndefined();
+    const queued = body.result.task;
+    expect(queued.status.state).toBe("TASK_STATE_WORKING");
+    expect(JSON.stringify(queued.status)).toContain(`The decision on approval ${ap.approval_id} is recorded`);
+    expect(statusData(queued).some((d: Json) => d.type === "approval_request")).toBe(false);
+    expect(hits).toHaveLength(0);
+    await lease!.release(held);
+    await waitFor(async () => (await getTask(a, t.id)).result.status.state === "TASK_STATE_COMPLETED", 5_000);
+    expect(artifactText((await getTask(a, t.id)).result)).toContain("created");
+    expect(hits).toHaveLength(1);
+  });
+
   it("deciding on the task (taskId) sends the call once and the task completes", async () => {
     const a = await approvalApp();
     const t = await send(a, GATED);

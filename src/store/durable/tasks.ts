@@ -40,7 +40,8 @@ export function taskTables(db: Sqlite) {
 
     tasksWaitingOn(threadId: string, approvalId: string): TaskRecord[] {
       return select(
-        "context_id = ? AND state = 'input-required' AND EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j WHERE j.value = ?)",
+        // Asking for a decision, or queued on one (working, and no run carries it yet).
+        "context_id = ? AND (state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j WHERE j.value = ?)",
         threadId, approvalId,
       );
     },

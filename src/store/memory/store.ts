@@ -281,7 +281,7 @@ export function createMemoryStore(): Store {
         .slice(q.offset, q.offset + q.limit);
     },
     async tasksWaitingOn(threadId, approvalId) {
-      return [...tasks.values()].filter((t) => t.context_id === threadId && t.state === "input-required" && t.approval_ids.includes(approvalId));
+      return [...tasks.values()].filter((t) => t.context_id === threadId && waitsForDecision(t) && t.approval_ids.includes(approvalId));
     },
     async dropTasksBefore(before) {
       let n = 0;
@@ -312,4 +312,9 @@ function unindex(index: Map<string, Set<string>>, key: string, id: string): void
 
 function addRun(entry: ThreadEntry | undefined, runId: string): void {
   if (entry && !entry.runs.includes(runId)) entry.runs.push(runId);
+}
+
+/** A task that takes the outcome of a decision's run: asking for one, or queued on one (no run carries it). */
+function waitsForDecision(t: TaskRecord): boolean {
+  return t.state === "input-required" || (t.state === "working" && t.run_id === null);
 }

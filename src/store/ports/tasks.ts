@@ -8,6 +8,7 @@ export interface TaskStore {
   /** Most recently updated first. */
   listTasks(query: ListTasksQuery): Promise<TaskRecord[]>;
   /** Input-required tasks on a thread that list this approval. */
+  /** The thread's tasks that take the outcome of the approval's run: input-required, or working with no run (queued on a decision). */
   tasksWaitingOn(threadId: string, approvalId: string): Promise<TaskRecord[]>;
   /** Drops tasks not updated since `before` (ISO); returns how many. */
   dropTasksBefore(before: string): Promise<number>;

@@ -34,7 +34,8 @@ export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
       return rows.map(taskOf);
     }),
     tasksWaitingOn: (threadId, approvalId) => guard(async () => {
-      const rows = await sql`SELECT * FROM a2a_tasks WHERE context_id = ${threadId} AND state = 'input-required' AND ${approvalId} = ANY (approval_ids)`;
+      // Asking for a decision, or queued on one (working, and no run carries it yet).
+      const rows = await sql`SELECT * FROM a2a_tasks WHERE context_id = ${threadId} AND (state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND ${approvalId} = ANY (approval_ids)`;
       return rows.map(taskOf);
     }),
     dropTasksBefore: (before) => guard(async () => {
