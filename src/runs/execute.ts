@@ -42,10 +42,10 @@ class RunStopped extends Error {
   }
 }
 
-/** A run resumed after the decisions on a paused run: the tool calls that waited run first. */
-
 /** The run record's error_type when the store stopped answering (any adapter). */
 export const DATABASE_UNAVAILABLE = "DatabaseUnavailable";
+
+/** A run resumed after the decisions on a paused run: the tool calls that waited run first. */
 export interface ResumeOf {
   readonly approvalId: string;
   readonly decision: "approve" | "reject" | "expired";

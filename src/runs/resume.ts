@@ -95,9 +95,9 @@ export function createResumer(ctx: RunsContext): Resumer {
   /**
    * A run that fails before it carries the calls out (a model that is not configured, say) would
    * be resumed again by every sweep: after MAX_FAILED_RESUMES failed tries (a database that did
-   * not answer does not count) the paused run is
-   * marked resumed by the last of them, loudly, and the thread is free again. The decided calls
-   * were never claimed (nothing was sent); their tool calls read as interrupted on the next run.
+   * not answer does not count) the paused run is marked resumed by the last of them, loudly, and
+   * the thread is free again. The decided calls were never claimed (nothing was sent); their tool
+   * calls read as interrupted on the next run.
    */
   async function gaveUp(run: RunRecord): Promise<boolean> {
     // A database that stopped answering is not the run's fault: it is tried again until it answers.

@@ -7,7 +7,6 @@ export interface TaskStore {
   updateTask(taskId: string, patch: Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>): Promise<void>;
   /** Most recently updated first. */
   listTasks(query: ListTasksQuery): Promise<TaskRecord[]>;
-  /** Input-required tasks on a thread that list this approval. */
   /** The thread's tasks that take the outcome of the approval's run: input-required, or working with no run (queued on a decision). */
   tasksWaitingOn(threadId: string, approvalId: string): Promise<TaskRecord[]>;
   /** Drops tasks not updated since `before` (ISO); returns how many. */
