@@ -243,8 +243,8 @@ describe("a slow database: a 503 means nothing was done", () => {
       expect(row!.status).toBe("approved");
     });
     await expectSentOnce(r, thread, id);
-    const paused = (await h.store.listRuns(thread)).find((x) => x.status === "awaiting_approval")!;
-    expect(paused.resumed_by).not.toBeNull();
+    // The paused run is marked resumed once the call's result is written, a moment after its answer.
+    await waitFor(async () => (await h.store.listRuns(thread)).find((x) => x.status === "awaiting_approval")!.resumed_by !== null, 5_000);
   }, 40_000);
 
   it("a sent call whose answer cannot be recorded (a row lock) fails the run as unavailable, is never sent again, and is read as unknown", async () => {
@@ -269,8 +269,13 @@ describe("a slow database: a 503 means nothing was done", () => {
     // Another replica's sweep resumes the run: the claimed call without a recorded answer is read as unknown.
     await slowReplica(100);
     await waitFor(async () => (await approvalVia(r, thread, id)).outcome === "unknown", 8_000);
-    const messages = (await (await r.fetch(get(`/threads/${thread}/messages`))).json()) as { role: string; content: string }[];
-    expect(messages.filter((m) => m.role === "tool").map((m) => m.content).join(" ")).toContain("the run sending it ended before its answer was recorded");
+    // The outcome is marked before the resumed run writes the tool's result: wait for that too.
+    const toolText = async () =>
+      ((await (await r.fetch(get(`/threads/${thread}/messages`))).json()) as { role: string; content: string }[])
+        .filter((m) => m.role === "tool")
+        .map((m) => m.content)
+        .join(" ");
+    await waitFor(async () => (await toolText()).includes("the run sending it ended before its answer was recorded"), 8_000);
     await new Promise((res) => setTimeout(res, 300));
     expect(slowUpstream.hits.filter((h) => h.headers["idempotency-key"] === id)).toHaveLength(1);
   }, 30_000);
