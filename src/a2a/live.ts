@@ -34,6 +34,11 @@ export interface LiveTasks {
   open(taskId: string, listener?: Listener): { readonly entry: LiveTask; end(final: Promise<TaskRecord>): void };
   get(taskId: string): LiveTask | undefined;
   has(taskId: string): boolean;
+  /**
+   * A run of this process answers the task (it started, or sent its first event): another run's
+   * outcome is not the task's. A task still waiting for its decision's run to start is not.
+   */
+  answering(taskId: string): boolean;
   /** The live task whose run is `runId` (where a resumed run continued), if any. */
   taskOfRun(runId: string): string | undefined;
 }
@@ -66,6 +71,10 @@ export function createLiveTasks(): LiveTasks {
     },
     get: (taskId) => live.get(taskId),
     has: (taskId) => live.has(taskId),
+    answering(taskId) {
+      const entry = live.get(taskId);
+      return entry !== undefined && (entry.run !== undefined || entry.runId !== undefined);
+    },
     taskOfRun(runId) {
       for (const [taskId, entry] of live) if (entry.runId === runId || entry.run?.runId === runId) return taskId;
       return undefined;

@@ -47,7 +47,7 @@ export function createA2AService(deps: A2ADeps) {
     handle: (body: unknown, ctx: CallContext): Promise<A2AReply> => dispatch(handler, body, ctx),
     /** After a resumed run ends, every waiting task of the requester on that thread takes the outcome. */
     settle: (approval: ApprovalRecord, outcome: RunOutcome): Promise<void> =>
-      tasks.settle(approval, outcome, live.has, outcome.runId === undefined ? undefined : live.taskOfRun(outcome.runId)),
+      tasks.settle(approval, outcome, live.answering, outcome.runId === undefined ? undefined : live.taskOfRun(outcome.runId)),
   };
 }
 

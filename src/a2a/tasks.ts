@@ -87,9 +87,10 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
 
     /**
      * After a resumed run ends, every waiting task of the requester on that thread takes the
-     * outcome (spec 3.3), except those a run of this process is still answering (`isLive`). The
-     * status text says where the run continued: the task it ran in (`continuedIn`, CONTRACT 5),
-     * else (decided over HTTP, expired, recovered) the run.
+     * outcome (spec 3.3), except those a run of this process is answering (`isLive`); a task whose
+     * decision is still waiting for the conversation takes it too. The status text says where the
+     * run continued: the task it ran in (`continuedIn`, CONTRACT 5), else (decided over HTTP,
+     * expired, recovered) the run.
      */
     async settle(approval: ApprovalRecord, outcome: RunOutcome, isLive: (taskId: string) => boolean, continuedIn: string | undefined): Promise<void> {
       for (const t of await store.tasksWaitingOn(approval.thread_id, approval.approval_id)) {

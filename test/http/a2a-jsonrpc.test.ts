@@ -83,7 +83,8 @@ beforeAll(async () => {
     req.on("end", () => {
       hits.push({ method: req.method!, url: req.url!, body });
       res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ created: true }));
+      // An order for the item "slow" is answered after 300 ms, "slower" after 2.5 s.
+      setTimeout(() => res.end(JSON.stringify({ created: true })), body.includes('"slow"') ? 300 : body.includes('"slower"') ? 2_500 : 0);
     });
   });
   await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
@@ -441,6 +442,49 @@ describe("approvals over A2A (spec 4.5)", () => {
     await waitFor(async () => (await getTask(a, t.id)).result.status.state === "TASK_STATE_COMPLETED", 5_000);
     expect(artifactText((await getTask(a, t.id)).result)).toContain("created");
     expect(hits).toHaveLength(1);
+  });
+
+  /**
+   * A run waits on two create_order calls; the requester approves the first (`item`) in the web
+   * page and, at the same moment, the second (a pen) over A2A on the task. The run the web page
+   * resumes carries both out: the A2A decision's reply, and the task once it settles.
+   */
+  async function raceTwoDecisions(item: string) {
+    const a = await approvalApp();
+    const t = await send(a, `/call create_order {"item":"${item}"}\n/call create_order {"item":"pen"}`);
+    const both = statusData(t).find((d: Json) => d.type === "approval_request").approvals as Json[];
+    expect(both).toHaveLength(2);
+    const [first, pen] = [both.find((x) => x.body.item === item)!, both.find((x) => x.body.item === "pen")!];
+    const http = a.fetch(
+      new Request(`http://test/threads/${t.contextId}/approvals/${first.approval_id}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ decision: "approve", digest: first.digest }),
+      }),
+    );
+    const body = await rpc(a, "SendMessage", message10([{ data: { approval_id: pen.approval_id, decision: "approve", digest: pen.digest } }], { taskId: t.id }));
+    expect(body.error).toBeUndefined();
+    const reply = body.result.task as Json;
+    await (await http).text();
+    await waitFor(async () => (await getTask(a, t.id)).result.status.state === "TASK_STATE_COMPLETED", 5_000);
+    expect(artifactText((await getTask(a, t.id)).result)).toContain("created");
+    expect(hits.filter((h) => h.body.includes(`"${item}"`))).toHaveLength(1);
+    expect(hits.filter((h) => h.body.includes('"pen"'))).toHaveLength(1);
+    return { reply, pen };
+  }
+
+  it("two approvals of one run, one decided over HTTP and the other over A2A at once: the run the first resumed carries both out and ends, and the A2A reply is its outcome (not input-required with nothing to decide)", async () => {
+    // The call the web page's run sends first takes 300 ms: the A2A decision waits for the thread meanwhile.
+    const { reply } = await raceTwoDecisions("slow");
+    expect(reply.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(artifactText(reply)).toContain("created");
+  });
+
+  it("...and when that run is still on the wire after the decision's wait, the A2A reply stays working and the task takes the run's outcome at its end", async () => {
+    const { reply, pen } = await raceTwoDecisions("slower");
+    expect(reply.status.state).toBe("TASK_STATE_WORKING");
+    expect(JSON.stringify(reply.status)).toContain(`The decision on approval ${pen.approval_id} is recorded; the run resumes as soon as the conversation is free`);
+    expect(statusData(reply).some((d: Json) => d.type === "approval_request")).toBe(false);
   });
 
   it("deciding on the task (taskId) sends the call once and the task completes", async () => {
