@@ -146,3 +146,11 @@ export function isAppError(e: unknown): e is AppError {
 export function hasCode(e: unknown, code: ErrorCode): boolean {
   return isAppError(e) && e.code === code;
 }
+
+/**
+ * A store that is up but cancelled the statement (a lock or statement timeout, a deadlock) and
+ * rolled it back, as against one that does not answer: both are `unavailable`, the words differ.
+ */
+export function storeBusy(e: unknown): boolean {
+  return hasCode(e, "unavailable") && (e as { busy?: unknown }).busy === true;
+}

@@ -13,7 +13,7 @@ import { publicPrincipal } from "../auth/principal.js";
 import { framingFor } from "./delegation.js";
 import { readHistory } from "./history.js";
 import { isoTime } from "../clock.js";
-import { AppError, hasCode, isAppError } from "../errors.js";
+import { AppError, hasCode, isAppError, storeBusy } from "../errors.js";
 import type { Logger } from "../observability/logger.js";
 import type { TraceSpan } from "../observability/tracing.js";
 import { errorDetail, providerErrorText } from "../observability/redact.js";
@@ -542,8 +542,9 @@ function failed(
     return { status: "interrupted", errorType: "LeaseLost", errorId };
   }
   if (hasCode(error, "unavailable")) {
-    logger.warning("run failed: database unreachable", { error_id: errorId });
-    fail("unavailable", "The database is unreachable.", detailOf(error));
+    const busy = storeBusy(error);
+    logger.warning(busy ? "run failed: database busy" : "run failed: database unreachable", { error_id: errorId });
+    fail("unavailable", busy ? "The database is busy." : "The database is unreachable.", detailOf(error));
     // One name whatever the store: a resumed run that ends so is tried again (resume.ts gaveUp).
     return { status: "error", errorType: DATABASE_UNAVAILABLE, errorId };
   }

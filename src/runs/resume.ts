@@ -132,7 +132,7 @@ export function createResumer(ctx: RunsContext): Resumer {
         // only delays the resume, which the next holder of the thread or the sweep carries out.
         // Answering 503 here would say nothing was done.
         if (!hasCode(error, "unavailable")) throw error;
-        stream.logger.warning("the decision is recorded; its run could not be resumed at once (database unreachable), the next holder of the thread resumes it", {
+        stream.logger.warning("the decision is recorded; its run could not be resumed at once (database unreachable or busy), the next holder of the thread resumes it", {
           approval_id: approval.approval_id,
         });
         return { kind: "queued" };

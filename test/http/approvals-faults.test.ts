@@ -197,6 +197,8 @@ describe("a slow database: a 503 means nothing was done", () => {
       const res = await approve(a, thread, id);
       expect(res.status).toBe(503);
       expect(performance.now() - t0).toBeLessThan(3_500);
+      // The server is up and rolled the statement back: busy, not unreachable.
+      expect(((await res.json()) as { detail: string }).detail).toContain("(database busy; nothing was done, try again)");
       const [row] = await sql`SELECT status FROM approvals WHERE approval_id = ${id}`;
       expect(row!.status).toBe("pending");
     });
@@ -265,6 +267,7 @@ describe("a slow database: a 503 means nothing was done", () => {
     });
     // Not "The tool failed" with the run ending ok: the model was never told anything false.
     expect(decided.events.at(-1)).toMatchObject({ event: "error", data: { code: "unavailable" } });
+    expect(String(decided.events.at(-1)!.data.message)).toMatch(/^The database is busy\. Reference: /);
     expect(decided.events.some((e) => e.event === "tool.result")).toBe(false);
     // Another replica's sweep resumes the run: the claimed call without a recorded answer is read as unknown.
     await slowReplica(100);
@@ -286,6 +289,7 @@ describe("a slow database: a 503 means nothing was done", () => {
       const t0 = performance.now();
       const res = await a.fetch(post("/chat", { message: "hello", thread_id: "table-lock" }));
       expect(res.status).toBe(503);
+      expect(((await res.json()) as { detail: string }).detail).toContain("database busy");
       expect(performance.now() - t0).toBeLessThan(3_500);
     });
     // A statement the server did not cancel would go on once the lock is gone, and commit.

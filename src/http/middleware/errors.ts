@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ErrorCode } from "../../errors.js";
-import { isRefusal } from "../../errors.js";
+import { isRefusal, storeBusy } from "../../errors.js";
 import type { Ids } from "../../ids.js";
 import { isHttpError } from "../../problems.js";
 import { errorDetail } from "../../observability/redact.js";
@@ -50,7 +50,8 @@ export function errorHandler({ ids, dev }: { ids: Ids; dev: boolean }) {
     if (code === "unavailable" || code === "lease_lost") {
       const errorId = ids.errorId();
       c.get("logger")?.warning("request failed: storage unavailable", { error_id: errorId, error_code: code });
-      return c.json({ detail: `The service is unavailable (database unreachable). Reference: ${errorId}.`, error_id: errorId }, 503);
+      const why = storeBusy(error) ? "database busy; nothing was done, try again" : "database unreachable";
+      return c.json({ detail: `The service is unavailable (${why}). Reference: ${errorId}.`, error_id: errorId }, 503);
     }
     const errorId = ids.errorId();
     c.get("logger")?.error("unhandled error", {

@@ -15,9 +15,15 @@ export type Sql = postgres.Sql;
 export type Fragment = postgres.Fragment;
 
 export class DatabaseUnavailable extends AppError {
-  constructor(options?: { cause?: unknown }) {
-    super("unavailable", "The database is unreachable.", options);
+  /**
+   * The server is up but cancelled the statement (a lock or statement timeout, a deadlock) and
+   * rolled it back: "busy", not "unreachable", in what the client reads. Read by `busy` in errors.ts.
+   */
+  readonly busy: boolean;
+  constructor(options?: { cause?: unknown; busy?: boolean }) {
+    super("unavailable", options?.busy ? "The database is busy; nothing was done." : "The database is unreachable.", options);
     this.name = "DatabaseUnavailable";
+    this.busy = options?.busy === true;
   }
 }
 

@@ -83,7 +83,7 @@ export function createGuard(logger: Logger, onHealth: (up: boolean) => void): Gu
     } catch (error) {
       if (isCancelledStatement(error)) {
         logger.warning("database statement cancelled", { error_code: String((error as { code?: unknown }).code) });
-        throw new DatabaseUnavailable({ cause: error });
+        throw new DatabaseUnavailable({ cause: error, busy: true });
       }
       if (!isConnectionError(error)) throw error;
       if (up) {
