@@ -165,6 +165,9 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   // approved call unclaimed, and the issuer never hears of a call refused anyway (spec 5.8).
   if (api.auth === "exchange") credential = await exchangedCredential(options.exchanger, api, run.scope.principal, run.scope.logger, toolCall.span);
   const { call, approvalId } = hold;
+  // A stopped run claims nothing: the call stays approved and unsent, and the run that resumes
+  // the thread next sends it.
+  run.scope.signal.throwIfAborted();
   // Claimed only now that every refusal is decided: a call claimed once is never sent again.
   if (approvalId !== undefined && !(await options.gate!.claim(approvalId)))
     throw new ApiPolicyError("the approved call was already sent once; it is not sent again");
@@ -179,7 +182,7 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   // Approvals do not bind them (they are not part of the call shown): a resumed run sends its own.
   run.tracing.inject(headers, propagationTarget(api), span, run.scope.logger.requestId);
   const url = `${base}${judged.path}${queryString(call.query)}`;
-  if (approvalId === undefined) return transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
+  if (approvalId === undefined) return transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span, false);
   // Fenced by the run's own clock as late as can be: a run that stalled past its lease between
   // the claim and here is no longer the only one on the thread, and the run now resuming it reads
   // the claimed call as unknown; sending it now would surprise everyone.
@@ -190,7 +193,9 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   }
   let response: ApiResponse;
   try {
-    response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
+    // Claimed: sent even if the run stopped during the claim, since only this run may send it now
+    // and nothing else would; its answer is recorded for the next run to read.
+    response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span, true);
   } catch (error) {
     // Claimed and handed over, and no answer: it may have reached the API. Never sent again.
     await options.gate!.unanswered?.(approvalId);
@@ -303,7 +308,8 @@ class InFlight extends Deadline {
   }
 }
 
-async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Promise<ApiResponse> {
+/** `claimed`: an approved call this run claimed, sent whether or not the run has stopped since. */
+async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan, claimed: boolean): Promise<ApiResponse> {
   const { scope, inflight, deadlines } = run;
   const { api } = call;
   const started = performance.now();
@@ -317,7 +323,7 @@ async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Pro
   // for headers is left to the runtime's own timeouts.
   let waiting: InFlight | undefined;
   let failed = false;
-  scope.signal.throwIfAborted();
+  if (!claimed) scope.signal.throwIfAborted();
   const pending = exchange(run.options.fetch, call, state);
   try {
     // One promise settles first: the answer, the deadline, or the run's stop (see RunCalls.inflight).
