@@ -40,6 +40,8 @@ import type { Store, ThreadLease } from "./store/ports.js";
 
 /** A run record left running is marked ProcessLost this long after its lease expired (spec 3.1). */
 const LOST_RUN_GRACE_MS = 60_000;
+/** How long close() waits for the writes the runs it stopped left going. */
+const CLOSE_WRITES_MS = 3_000;
 /** How often settled() looks again. */
 const SETTLE_POLL_MS = 20;
 
@@ -259,9 +261,9 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   };
   const runs = createRuns(runsContext);
   options.onParts?.({ settings, ids, auth, hashPrincipal, runs: runsContext });
-  const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId });
-  // Work a request leaves going once its response has ended (tasks settled after a resumed run):
-  // tracked, so a runtime that ends a request's I/O with its response can wait for it (settled).
+  // Work a request leaves going once its response has ended (tasks settled after a resumed run,
+  // a task's final state stored after its run): tracked, so a runtime that ends a request's I/O
+  // with its response can wait for it (settled), and a closing app lets it reach the store.
   const background = new Set<Promise<unknown>>();
   const track = <T>(work: Promise<T>): Promise<T> => {
     background.add(work);
@@ -269,6 +271,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     work.then(forget, forget);
     return work;
   };
+  const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId, track });
   runs.onResumed((approval, outcome) => track(a2a.settle(approval, outcome)));
   const router = buildRouter({
     settings,
@@ -310,6 +313,10 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
       closed = true;
       for (const stop of stops) stop();
       await runs.drain(0);
+      // What the runs left to write (their tasks' final states, waiting tasks settled), within a bound.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled([...background]), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WRITES_MS)))]);
+      clearTimeout(timer);
       // After the runs: a call still in flight while they stop keeps its deadline.
       agent.policyClient?.close();
       await store.close();

@@ -33,7 +33,7 @@ export type Begin = (emit: (event: RunEvent) => void) => Promise<RunHandle | Tas
 
 export type RunInTask = (task: TaskRecord, version: A2AVersion, listener: Listener | undefined, begin: Begin) => Promise<Started>;
 
-export function createRunBridge({ tasks, live }: { tasks: TaskBook; live: LiveTasks }): RunInTask {
+export function createRunBridge({ tasks, live, track }: { tasks: TaskBook; live: LiveTasks; track: <T>(work: Promise<T>) => Promise<T> }): RunInTask {
   /** After `begin`: a refusal fails the task; a run is tied to the task until it ends. */
   async function start(task: TaskRecord, version: A2AVersion, entry: LiveTask, begin: Begin): Promise<Started> {
     const answer = answerStream(task, version, entry.publish);
@@ -53,10 +53,13 @@ export function createRunBridge({ tasks, live }: { tasks: TaskBook; live: LiveTa
     // CancelTask came while the run was starting (the task is stored canceled): stop it now.
     if (entry.canceled) run.cancel();
     const withRun = entry.canceled ? canceledTask(task) : await tasks.update(task, { run_id: run.runId });
-    const done = run.done.then(() => {
+    const done = track(run.done.then(async () => {
       const outcome = answer.end();
-      return tasks.update(withRun, entry.canceled ? CANCELED : taskFields(outcome, answer.artifactId));
-    });
+      if (entry.canceled) return tasks.update(withRun, CANCELED);
+      // A run that got as far as an answer or a pause carried any decided calls out first.
+      const cut = outcome.ended === "error" || outcome.ended === "none";
+      return (cut ? await tasks.waitAgain(withRun, run.runId) : undefined) ?? tasks.update(withRun, taskFields(outcome, answer.artifactId));
+    }));
     return { task: withRun, done };
   }
 

@@ -33,13 +33,15 @@ export interface A2ADeps {
   readonly ids: Ids;
   /** Names this process on the tasks it runs (subscribe and cancel reach only its own runs). */
   readonly instanceId: string;
+  /** Keeps the writes that store a task's final state once its run ended, for a closing app to wait on. */
+  readonly track?: <T>(work: Promise<T>) => Promise<T>;
 }
 
 export function createA2AService(deps: A2ADeps) {
   const { settings, store, runs, ids } = deps;
   const tasks = createTaskBook(deps);
   const live = createLiveTasks();
-  const runInTask = createRunBridge({ tasks, live });
+  const runInTask = createRunBridge({ tasks, live, track: deps.track ?? ((work) => work) });
   const decide = createDecisions({ store, runs, tasks, runInTask });
   const start = createStart({ settings, ids, runs, tasks, runInTask, decide });
   const handler = createHandler({ tasks, live, start });

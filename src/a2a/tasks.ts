@@ -56,6 +56,21 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
       return t;
     },
 
+    /**
+     * The task's run resumed a paused run after a decision and ended before it carried the decided
+     * calls out (stopped, cut off, the database gone): the decision is still due, and the run that
+     * resumes it next settles this task. Working again, no run, listing the paused run's
+     * approvals; undefined when the run was no such resume.
+     */
+    async waitAgain(task: TaskRecord, runId: string): Promise<TaskRecord | undefined> {
+      const resumedFrom = (await store.getRun(runId))?.resumed_from;
+      const paused = resumedFrom ? await store.getRun(resumedFrom) : null;
+      if (!paused || paused.status !== "awaiting_approval" || paused.resumed_by !== null) return undefined;
+      const approvals = await store.listApprovals({ run_id: paused.run_id, limit: 100, offset: 0 });
+      const text = "The run resumed with the decision stopped before it carried the decided calls out; the decision stays recorded, the run resumes again, and this task then takes its outcome.";
+      return update(task, { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] });
+    },
+
     /** A working task on `contextId`, owned by the caller (and its agent). */
     async create(caller: Caller, contextId: string): Promise<TaskRecord> {
       const at = now();

@@ -59,8 +59,11 @@ export function createResumer(ctx: RunsContext): Resumer {
         await ctx.leases.release(handle);
         return null;
       }
-      if (await gaveUp(run)) {
+      const lastTry = await gaveUp(run);
+      if (lastTry !== undefined) {
         await ctx.leases.release(handle);
+        // Nothing will carry the decisions out: the tasks waiting on them fail now.
+        await notify(deciding, { ended: "error", text: "", structured: undefined, approvals: [], errorCode: "run_failed", runId: lastTry });
         return null;
       }
       const collector = outcomeCollector();
@@ -79,18 +82,27 @@ export function createResumer(ctx: RunsContext): Resumer {
         resume: { approvalId: deciding.approval_id, decision: decisionOf(deciding), pausedRunId: run.run_id, api: deciding.api, pausedTrace: pausedTrace(deciding, approvals) },
         span: stream.span,
       });
-      // Whoever decided (HTTP, A2A, expiry) and whoever resumed, tasks waiting on it take the outcome.
+      // Whoever decided (HTTP, A2A, expiry) and whoever resumed, tasks waiting on it take the
+      // outcome: once the run carried the decided calls out. A run that ended before (stopped,
+      // cut off, the database gone) leaves the paused run due, and the run that resumes it next
+      // settles them.
       void started.done.then(async () => {
-        for (const listener of listeners) {
-          try {
-            await listener(deciding, collector.outcome());
-          } catch (error) {
-            ctx.logger.warning("settling after a resumed run failed", { error_type: error instanceof Error ? error.name : "Error" });
-          }
-        }
+        const paused = await ctx.store.getRun(run.run_id).catch(() => null);
+        if (paused?.status === "awaiting_approval" && paused.resumed_by === null) return;
+        await notify(deciding, collector.outcome());
       });
       return started;
     });
+
+  async function notify(deciding: ApprovalRecord, outcome: RunOutcome): Promise<void> {
+    for (const listener of listeners) {
+      try {
+        await listener(deciding, outcome);
+      } catch (error) {
+        ctx.logger.warning("settling after a resumed run failed", { error_type: error instanceof Error ? error.name : "Error" });
+      }
+    }
+  }
 
   /**
    * A run that fails before it carries the calls out (a model that is not configured, say) would
@@ -99,17 +111,18 @@ export function createResumer(ctx: RunsContext): Resumer {
    * the thread is free again. The decided calls were never claimed (nothing was sent); their tool
    * calls read as interrupted on the next run.
    */
-  async function gaveUp(run: RunRecord): Promise<boolean> {
+  async function gaveUp(run: RunRecord): Promise<string | undefined> {
     // A database that stopped answering is not the run's fault: it is tried again until it answers.
     const failed = (await ctx.store.listRuns(run.thread_id)).filter((r) => r.resumed_from === run.run_id && r.status === "error" && r.error_type !== DATABASE_UNAVAILABLE);
-    if (failed.length < MAX_FAILED_RESUMES) return false;
-    await ctx.store.markResumed(run.run_id, failed.at(-1)!.run_id);
+    if (failed.length < MAX_FAILED_RESUMES) return undefined;
+    const lastTry = failed.at(-1)!.run_id;
+    await ctx.store.markResumed(run.run_id, lastTry);
     ctx.logger.warning("a decided run failed to resume too often; its decisions were not carried out", {
       run_id: run.run_id,
       thread_id: run.thread_id,
       attempts: failed.length,
     });
-    return true;
+    return lastTry;
   }
 
   return {

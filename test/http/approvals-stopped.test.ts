@@ -5,28 +5,17 @@
  * keeps its answer. Either way the call is never lost as "may have reached the API".
  */
 import { describe, expect, it } from "vitest";
-import { defineTool } from "../../src/index.js";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import { get, makeApp, post, readUntil, type TestApp, waitFor } from "../helpers.js";
-import { ordersPolicy, pauseOn } from "../support/orders.js";
+import { orderAfter, ordersPolicy, pauseOn } from "../support/orders.js";
 import { recordingUpstream } from "../support/upstream.js";
 
 const upstream = recordingUpstream();
 const sentFor = (approvalId: string) => upstream.hits.filter((h) => h.headers["idempotency-key"] === approvalId).length;
 
-/** create_order after 600 ms of the tool's own work that does not watch the run's stop. */
-const busyOrder = defineTool({
-  name: "create_order",
-  description: "creates an order",
-  parameters: { type: "object", properties: { item: { type: "string" } } },
-  calls: [{ api: "orders", method: "POST", path: "/orders" }],
-  run: async (args, ctx) => {
-    await new Promise((r) => setTimeout(r, 600));
-    const res = await ctx.api.request("orders", { method: "POST", path: "/orders", body: { item: args.item ?? "book" } });
-    return { status: res.status, body: res.body };
-  },
-});
+/** create_order after 600 ms of the tool's own work, which does not watch the run's stop. */
+const busyOrder = orderAfter(600, false);
 
 async function approvalOf(app: TestApp, thread: string, id: string): Promise<Record<string, unknown>> {
   const res = await app.fetch(get(`/threads/${thread}/approvals`));

@@ -33,6 +33,27 @@ export const createOrder = defineTool({
   },
 });
 
+/**
+ * create_order after `ms` of the tool's own work before it asks the API; `watchStop`: that work
+ * ends when the run stops (else the tool goes on to ask, as a tool that ignores ctx.signal would).
+ */
+export function orderAfter(ms: number, watchStop: boolean) {
+  return defineTool({
+    name: "create_order",
+    description: "creates an order",
+    parameters: { type: "object", properties: { item: { type: "string" } } },
+    calls: [{ api: "orders", method: "POST", path: "/orders" }],
+    run: async (args, ctx) => {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, ms);
+        if (watchStop) ctx.signal.addEventListener("abort", () => (clearTimeout(timer), reject(ctx.signal.reason)), { once: true });
+      });
+      const res = await ctx.api.request("orders", { method: "POST", path: "/orders", body: { item: args.item ?? "book" } });
+      return { status: res.status, body: res.body };
+    },
+  });
+}
+
 /** A chat message that makes the fake model call create_order, which then waits for a decision. */
 export const GATED = '/call create_order {"item":"book"}';
 

@@ -1,0 +1,105 @@
+/**
+ * A2A tasks waiting on a decision whose resumed run stopped before it carried the decided call out
+ * (the client left, the replica closed): the decision stays due, the tasks are not failed, and
+ * they take the outcome of the run that carries it out later (the sweep's). The call is sent once.
+ *
+ * The PostgreSQL case needs the PostgreSQL at 127.0.0.1:5432 (user postgres, database test), or
+ * TEST_SQLDB_DSN; its schema is dropped in afterAll.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { createMemoryLease } from "../../src/store/memory/lease.js";
+import { createMemoryStore } from "../../src/store/memory/store.js";
+import { KEY, makeApp, post, readUntil, type TestApp, waitFor } from "../helpers.js";
+import { orderAfter, ordersPolicy } from "../support/orders.js";
+import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
+import { recordingUpstream } from "../support/upstream.js";
+
+type Json = Record<string, any>;
+const upstream = recordingUpstream();
+const pg = scratchDatabase();
+afterAll(() => pg.cleanup());
+
+/** create_order after 600 ms of the tool's own work (it stops when the run stops). */
+const slowOrder = orderAfter(600, true);
+const GATED = '/call create_order {"item":"book"}';
+const options = { policyText: ordersPolicy({ timeoutS: 60 }), tools: [slowOrder] };
+
+let n = 0;
+async function rpc(a: TestApp, method: string, params: Json): Promise<Json> {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: ++n, method, params });
+  const res = await a.fetch(new Request("http://test/a2a/app", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "A2A-Version": "1.0" }, body }));
+  expect(res.status).toBe(200);
+  const json = (await res.json()) as Json;
+  expect(json.error).toBeUndefined();
+  return json.result;
+}
+const message = (parts: Json[], extra: Json = {}) => ({ message: { messageId: `m-${++n}`, role: "ROLE_USER", parts, ...extra } });
+const statusData = (t: Json) => (t.status.message?.parts ?? []).filter((p: Json) => p.data !== undefined).map((p: Json) => p.data);
+const stateOf = async (a: TestApp, id: string) => ((await rpc(a, "GetTask", { id })) as Json).status.state as string;
+
+/** A task whose run waits for the approval of one create_order call: the task and that approval. */
+async function waitingTask(a: TestApp): Promise<{ task: Json; approval: Json }> {
+  const task = (await rpc(a, "SendMessage", message([{ text: GATED }]))).task as Json;
+  expect(task.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+  return { task, approval: statusData(task).find((d: Json) => d.type === "approval_request").approval };
+}
+
+/** The task completes with the order's answer, and the call went out once. */
+async function expectCompletedOnce(a: TestApp, task: Json, approval: Json): Promise<void> {
+  await waitFor(async () => (await stateOf(a, task.id)) === "TASK_STATE_COMPLETED", 10_000);
+  const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
+  expect(JSON.stringify(final.artifacts)).toContain("created");
+  expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+}
+
+describe("a resumed run that stopped before it carried the decision out", () => {
+  it("approved in the web page, whose client left at once: the waiting task is not failed, and completes once the sweep's run sends the call", async () => {
+    const a = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, sweepIntervalMs: 300 });
+    try {
+      const { task, approval } = await waitingTask(a);
+      const res = await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }));
+      const { reader } = await readUntil(res, (events) => events.some((e) => e.event === "message.start"));
+      await reader.cancel();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(await stateOf(a, task.id)).not.toBe("TASK_STATE_FAILED");
+      await expectCompletedOnce(a, task, approval);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it("decided over A2A on a replica that closes while the tool works: the task is not failed, and completes once the other replica's sweep carries the decision out", async () => {
+    const schema = pg.fresh();
+    const env = { CHECKPOINTER: "sql", SQLDB_DSN: DSN, ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" };
+    const timings = { leaseTimings: { renewMs: 200, ttlMs: 1_000 } };
+    const x = await makeApp(env, { ...options, ...timings, sqlSchema: schema, sweepIntervalMs: 60_000 });
+    const y = await pg.track(makeApp(env, { ...options, ...timings, sqlSchema: schema, sweepIntervalMs: 300 }));
+    const { task, approval } = await waitingTask(x);
+    const decided = (await rpc(x, "SendMessage", { ...message([{ data: { approval_id: approval.approval_id, decision: "approve", digest: approval.digest } }], { taskId: task.id }), configuration: { returnImmediately: true } })).task as Json;
+    expect(decided.status.state).toBe("TASK_STATE_WORKING");
+    await new Promise((r) => setTimeout(r, 150));
+    await x.close();
+    expect(await stateOf(y, task.id)).not.toBe("TASK_STATE_FAILED");
+    await expectCompletedOnce(y, task, approval);
+  }, 30_000);
+
+  it("a decision that can never be carried out (every resume fails before the call): the waiting task fails once the run is given up, not at the first try nor never", async () => {
+    let broken = false;
+    const inner = createMemoryStore();
+    const gone = () => Promise.reject(new Error("disk gone"));
+    const store = { ...inner, getMessages: (id: string) => (broken ? gone() : inner.getMessages(id)), getMessagePage: (id: string, page: Parameters<typeof inner.getMessagePage>[1]) => (broken ? gone() : inner.getMessagePage(id, page)) };
+    const a = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, storage: async (_s, { clock }) => ({ store, lease: createMemoryLease(clock) }), sweepIntervalMs: 50 });
+    try {
+      const { task, approval } = await waitingTask(a);
+      broken = true;
+      await (await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }))).text();
+      await waitFor(async () => (await inner.listRuns(task.contextId)).filter((r) => r.resumed_from !== null).length >= 3, 5_000);
+      broken = false;
+      await waitFor(async () => (await stateOf(a, task.id)) === "TASK_STATE_FAILED", 5_000);
+      expect(a.logs.filter((l) => /failed to resume too often/.test(String(l.message)))).toHaveLength(1);
+      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(0);
+    } finally {
+      await a.close();
+    }
+  });
+});
