@@ -421,6 +421,27 @@ describe("approvals over A2A (spec 4.5)", () => {
   };
   const approvalOf = (t: Json) => statusData(t).find((d: Json) => d.type === "approval_request").approval as Json;
 
+  it("a task queued on a decision (working, no run anywhere) can be canceled on a single replica; the decision stays recorded and is carried out once", async () => {
+    let lease: ReturnType<typeof createMemoryLease> | undefined;
+    const a = await approvalApp({
+      sweepIntervalMs: 100,
+      storage: async (_s, { clock }) => ({ store: createMemoryStore(), lease: (lease = createMemoryLease(clock)) }),
+    });
+    const t = await send(a, GATED);
+    const ap = approvalOf(t);
+    const held = (await lease!.acquire(t.contextId, "other:run", 10_000))!;
+    const body = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "approve", digest: ap.digest } }], { taskId: t.id }));
+    expect(body.result.task.status.state).toBe("TASK_STATE_WORKING");
+    const canceled = await rpc(a, "CancelTask", { id: t.id });
+    expect(canceled.error).toBeUndefined();
+    expect(canceled.result.status.state).toBe("TASK_STATE_CANCELED");
+    await lease!.release(held);
+    await waitFor(() => hits.length === 1, 5_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(hits).toHaveLength(1);
+    expect((await getTask(a, t.id)).result.status.state).toBe("TASK_STATE_CANCELED");
+  });
+
   it("a decision that finds the conversation held is queued: the task says so and stays working (not input-required with nothing to decide), then completes once the run resumes", async () => {
     let lease: ReturnType<typeof createMemoryLease> | undefined;
     const a = await approvalApp({
