@@ -421,7 +421,11 @@ describe("approvals over A2A (spec 4.5)", () => {
   };
   const approvalOf = (t: Json) => statusData(t).find((d: Json) => d.type === "approval_request").approval as Json;
 
-  it("a task queued on a decision (working, no run anywhere) can be canceled on a single replica; the decision stays recorded and is carried out once", async () => {
+  /**
+   * A task whose decision is queued: another holder (a chat, a stalled replica) has the
+   * conversation when the requester approves over A2A. `release` lets the conversation go.
+   */
+  async function queuedDecision() {
     let lease: ReturnType<typeof createMemoryLease> | undefined;
     const a = await approvalApp({
       sweepIntervalMs: 100,
@@ -431,11 +435,17 @@ describe("approvals over A2A (spec 4.5)", () => {
     const ap = approvalOf(t);
     const held = (await lease!.acquire(t.contextId, "other:run", 10_000))!;
     const body = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "approve", digest: ap.digest } }], { taskId: t.id }));
-    expect(body.result.task.status.state).toBe("TASK_STATE_WORKING");
+    expect(body.error).toBeUndefined();
+    return { a, t, ap, queued: body.result.task as Json, release: () => lease!.release(held) };
+  }
+
+  it("a task queued on a decision (working, no run anywhere) can be canceled on a single replica; the decision stays recorded and is carried out once", async () => {
+    const { a, t, queued, release } = await queuedDecision();
+    expect(queued.status.state).toBe("TASK_STATE_WORKING");
     const canceled = await rpc(a, "CancelTask", { id: t.id });
     expect(canceled.error).toBeUndefined();
     expect(canceled.result.status.state).toBe("TASK_STATE_CANCELED");
-    await lease!.release(held);
+    await release();
     await waitFor(() => hits.length === 1, 5_000);
     await new Promise((r) => setTimeout(r, 300));
     expect(hits).toHaveLength(1);
@@ -443,23 +453,12 @@ describe("approvals over A2A (spec 4.5)", () => {
   });
 
   it("a decision that finds the conversation held is queued: the task says so and stays working (not input-required with nothing to decide), then completes once the run resumes", async () => {
-    let lease: ReturnType<typeof createMemoryLease> | undefined;
-    const a = await approvalApp({
-      sweepIntervalMs: 100,
-      storage: async (_s, { clock }) => ({ store: createMemoryStore(), lease: (lease = createMemoryLease(clock)) }),
-    });
-    const t = await send(a, GATED);
-    const ap = approvalOf(t);
-    // Another holder has the conversation (a chat, a stalled replica).
-    const held = (await lease!.acquire(t.contextId, "other:run", 10_000))!;
-    const body = await rpc(a, "SendMessage", message10([{ data: { approval_id: ap.approval_id, decision: "approve", digest: ap.digest } }], { taskId: t.id }));
-    expect(body.error).toBeUndefined();
-    const queued = body.result.task;
+    const { a, t, ap, queued, release } = await queuedDecision();
     expect(queued.status.state).toBe("TASK_STATE_WORKING");
     expect(JSON.stringify(queued.status)).toContain(`The decision on approval ${ap.approval_id} is recorded`);
     expect(statusData(queued).some((d: Json) => d.type === "approval_request")).toBe(false);
     expect(hits).toHaveLength(0);
-    await lease!.release(held);
+    await release();
     await waitFor(async () => (await getTask(a, t.id)).result.status.state === "TASK_STATE_COMPLETED", 5_000);
     expect(artifactText((await getTask(a, t.id)).result)).toContain("created");
     expect(hits).toHaveLength(1);
