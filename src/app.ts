@@ -9,7 +9,7 @@ import { createAnswerChecker, readResponseSchema, type ResponseSchema } from "./
 import type { Tool } from "./agent/tools/define.js";
 import { addOpenApiTools } from "./agent/tools/openapi/tools.js";
 import { addPeerTools, peerCallRefusal, peerTools } from "./a2a/peers/tools.js";
-import { createA2AService } from "./a2a/service.js";
+import { type A2AService, createA2AService } from "./a2a/service.js";
 import { createApprovalGate, PauseBook } from "./approvals/gate.js";
 import { chooseAuthPolicy } from "./auth/choose.js";
 import type { CustomAuthPolicy } from "./auth/custom.js";
@@ -40,6 +40,8 @@ import type { Store, ThreadLease } from "./store/ports.js";
 
 /** A run record left running is marked ProcessLost this long after its lease expired (spec 3.1). */
 const LOST_RUN_GRACE_MS = 60_000;
+/** How long a task waits, with every approval it lists decided, before the settling sweep looks at it. */
+const STRANDED_AFTER_MS = 30_000;
 /** How long close() waits for the writes the runs it stopped left going. */
 const CLOSE_WRITES_MS = 3_000;
 /** How often settled() looks again. */
@@ -148,7 +150,7 @@ export interface App {
   readonly settings: Settings;
   /** Runs in progress in this process. */
   readonly activeRuns: number;
-  /** The background jobs (approval sweep, lost runs, retention, task TTL), for a runtime that runs them itself (intervalJobs: false). */
+  /** The background jobs (approval sweep, lost runs, settling A2A tasks, retention, task TTL), for a runtime that runs them itself (intervalJobs: false). */
   readonly jobs: readonly BackgroundJob[];
   /**
    * Resolves once no run is going and no follow-up of one is pending (the A2A tasks settled after
@@ -290,7 +292,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     persistence,
   });
 
-  const jobs = backgroundJobs({ settings, store, runs, clock, logger, sweepIntervalMs: options.sweepIntervalMs ?? 5_000 });
+  const jobs = backgroundJobs({ settings, store, runs, a2a, clock, logger, sweepIntervalMs: options.sweepIntervalMs ?? 5_000 });
   const stops = options.intervalJobs === false ? [] : jobs.map(every);
 
   let closed = false;
@@ -327,11 +329,14 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
 }
 
 /** The jobs every replica runs, on timers or from the runtime's own schedule. */
-function backgroundJobs(o: { settings: Settings; store: Store; runs: Runs; clock: Clock; logger: Logger; sweepIntervalMs: number }): BackgroundJob[] {
-  const { settings, store, runs, clock, logger } = o;
+function backgroundJobs(o: { settings: Settings; store: Store; runs: Runs; a2a: A2AService; clock: Clock; logger: Logger; sweepIntervalMs: number }): BackgroundJob[] {
+  const { settings, store, runs, a2a, clock, logger } = o;
   const jobs = [
     backgroundJob(logger, "approval sweep", o.sweepIntervalMs, () => runs.recover()),
     backgroundJob(logger, "marking lost runs", 15_000, () => store.markLostRuns(LOST_RUN_GRACE_MS)),
+    // Tasks a resumed run's end should have settled (its write failed, its process died): looked
+    // at once they have been still for STRANDED_AFTER_MS, so a run's own settle goes first.
+    backgroundJob(logger, "settling A2A tasks", STRANDED_AFTER_MS, () => a2a.settleStranded(isoTime(clock.now() - STRANDED_AFTER_MS), 100)),
   ];
   if (settings.RETENTION_DAYS > 0) jobs.push(backgroundJob(logger, "retention", 3_600_000, () => runs.retention(settings.RETENTION_DAYS), { atStart: true }));
   const ttl = settings.A2A_TASK_TTL_S;

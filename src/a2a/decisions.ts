@@ -9,13 +9,13 @@ import type { ApprovalRecord } from "../approvals/types.js";
 import { isRefusal } from "../errors.js";
 import { codePointLength, type JsonValue } from "../json.js";
 import type { Runs } from "../runs/index.js";
-import type { RunRecord, Store } from "../store/ports.js";
+import type { Store } from "../store/ports.js";
 import { type RunInTask, type Started, settled } from "./bridge.js";
 import { A2A_CODE } from "./codes.js";
 import { ERR, RpcError } from "./jsonrpc.js";
-import { awaiting, taskFields } from "./task-fields.js";
+import { awaiting } from "./task-fields.js";
 import type { TaskBook } from "./tasks.js";
-import type { CallContext, Listener, TaskPart, TaskRecord } from "./types.js";
+import type { CallContext, Listener, TaskRecord } from "./types.js";
 import { type IncomingMessage, TERMINAL } from "./wire.js";
 import { DIGEST_FORM } from "../approvals/digest.js";
 
@@ -98,9 +98,9 @@ export function createDecisions({ store, runs, tasks, runInTask }: { store: Stor
   async function takeCarriersOutcome(working: TaskRecord, decided: ApprovalRecord): Promise<TaskRecord> {
     const now = await store.getTask(working.task_id);
     if (!now || now.state !== "working") return now ?? working;
-    const carrier = await lastResumeOf(decided.run_id);
+    const carrier = await tasks.lastResumeOf(decided.run_id);
     if (!carrier) return tasks.fail(now, "run_failed", `The run of approval ${decided.approval_id} cannot be found; the decision is recorded.`);
-    const ended = await endedRunFields(carrier, now, decided);
+    const ended = await tasks.endedRunFields(carrier, now, decided);
     if (ended) return tasks.update(now, ended);
     // Listing the approvals the carrier resumes with, so that its end finds this task.
     const resumes = carrier.status === "running" ? carrier.resumed_from : carrier.run_id;
@@ -112,42 +112,9 @@ export function createDecisions({ store, runs, tasks, runInTask }: { store: Stor
         : `The decision on approval ${decided.approval_id} is recorded; the run resumes as soon as the conversation is free, and this task then takes its outcome.`;
     const waiting = await tasks.update(now, { state: "working", approval_ids: ids, run_id: null, status_parts: [{ kind: "text", text }] });
     // It may have ended between the read and the update, before this task was listed.
-    const again = await lastResumeOf(carrier.run_id);
-    const later = again ? await endedRunFields(again, waiting, decided) : undefined;
+    const again = await tasks.lastResumeOf(carrier.run_id);
+    const later = again ? await tasks.endedRunFields(again, waiting, decided) : undefined;
     return later ? tasks.update(waiting, later) : waiting;
-  }
-
-  /** The run that resumed `runId`, and the one that resumed that, ...: the last of them. */
-  async function lastResumeOf(runId: string): Promise<RunRecord | null> {
-    let run = await store.getRun(runId);
-    for (let hops = 0; run?.resumed_by && hops < 100; hops++) run = await store.getRun(run.resumed_by);
-    return run;
-  }
-
-  /**
-   * What an ended run came to, read back from the store, as the task's fields (with its answer
-   * when it is still the thread's last run); undefined while it goes on (running, or paused with
-   * every approval decided: due to resume).
-   */
-  async function endedRunFields(run: RunRecord, task: TaskRecord, decided: ApprovalRecord): Promise<Partial<TaskRecord> | undefined> {
-    if (run.status === "running") return undefined;
-    const where: TaskPart = { kind: "text", text: `The run continued after the approval was decided (run ${run.run_id}).` };
-    if (run.status === "awaiting_approval") {
-      const pending = await store.listApprovals({ run_id: run.run_id, status: "pending", limit: 100, offset: 0 });
-      if (pending.length === 0) return undefined;
-      const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
-      return awaiting([decided.approval_id, ...pending.map((a) => a.approval_id)], shown);
-    }
-    if (run.status === "ok" || run.status === "step_limit") {
-      const runs = await store.listRuns(run.thread_id);
-      const [last] = runs.at(-1)?.run_id === run.run_id ? ((await store.getMessagePage(run.thread_id, { limit: 1 })) ?? []) : [];
-      const text = last?.role === "assistant" ? last.content : "";
-      const fields = taskFields({ ended: run.status, text, structured: undefined, approvals: [], errorCode: undefined, runId: run.run_id }, `${task.task_id}-response`);
-      return text === "" ? { ...fields, artifacts: [], status_parts: [where, { kind: "text", text: "Its answer is in the conversation." }] } : { ...fields, status_parts: [where] };
-    }
-    // Failed, timed out, cancelled or cut short: the codes its own stream would have ended with.
-    const fields = taskFields({ ended: "error", text: "", structured: undefined, approvals: [], errorCode: run.status === "timeout" ? "timeout" : "run_failed", runId: run.run_id }, "");
-    return { ...fields, status_parts: [where, ...(fields.status_parts ?? [])] };
   }
 
   return async (msg, data, ctx, listener) => {

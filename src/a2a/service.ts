@@ -50,6 +50,8 @@ export function createA2AService(deps: A2ADeps) {
     /** After a resumed run ends, every waiting task of the requester on that thread takes the outcome. */
     settle: (approval: ApprovalRecord, outcome: RunOutcome): Promise<void> =>
       tasks.settle(approval, outcome, live.answering, outcome.runId === undefined ? undefined : live.taskOfRun(outcome.runId)),
+    /** The settling sweep (tasks.ts settleStranded): tasks a run's end should have settled, not updated since `before`. */
+    settleStranded: (before: string, limit: number): Promise<number> => tasks.settleStranded(before, limit),
   };
 }
 

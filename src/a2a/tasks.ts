@@ -9,9 +9,9 @@ import type { Caller } from "../auth/caller.js";
 import { type Clock, isoTime } from "../clock.js";
 import type { Ids } from "../ids.js";
 import type { JsonValue } from "../json.js";
-import type { Store } from "../store/ports.js";
+import type { RunRecord, Store } from "../store/ports.js";
 import { ERR, RpcError } from "./jsonrpc.js";
-import { taskFields } from "./task-fields.js";
+import { awaiting, taskFields } from "./task-fields.js";
 import type { ListTasksQuery, TaskPart, TaskRecord } from "./types.js";
 
 export interface TaskBookDeps {
@@ -39,8 +39,63 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
     return next;
   };
 
+  /** The run that resumed `runId`, and the one that resumed that, ...: the last of them. */
+  async function lastResumeOf(runId: string): Promise<RunRecord | null> {
+    let run = await store.getRun(runId);
+    for (let hops = 0; run?.resumed_by && hops < 100; hops++) run = await store.getRun(run.resumed_by);
+    return run;
+  }
+
+  /**
+   * What an ended run came to, read back from the store, as the fields of a task that waited on
+   * `decided` (with the run's answer when it is still the thread's last run); undefined while the
+   * run goes on (running, or paused with every approval decided: due to resume).
+   */
+  async function endedRunFields(run: RunRecord, task: TaskRecord, decided: ApprovalRecord): Promise<Partial<TaskRecord> | undefined> {
+    if (run.status === "running") return undefined;
+    const where: TaskPart = { kind: "text", text: `The run continued after the approval was decided (run ${run.run_id}).` };
+    if (run.status === "awaiting_approval") {
+      const pending = await store.listApprovals({ run_id: run.run_id, status: "pending", limit: 100, offset: 0 });
+      if (pending.length === 0) return undefined;
+      const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
+      return awaiting([decided.approval_id, ...pending.map((a) => a.approval_id)], shown);
+    }
+    if (run.status === "ok" || run.status === "step_limit") {
+      const runs = await store.listRuns(run.thread_id);
+      const [last] = runs.at(-1)?.run_id === run.run_id ? ((await store.getMessagePage(run.thread_id, { limit: 1 })) ?? []) : [];
+      const text = last?.role === "assistant" ? last.content : "";
+      const fields = taskFields({ ended: run.status, text, structured: undefined, approvals: [], errorCode: undefined, runId: run.run_id }, `${task.task_id}-response`);
+      return text === "" ? { ...fields, artifacts: [], status_parts: [where, { kind: "text", text: "Its answer is in the conversation." }] } : { ...fields, status_parts: [where] };
+    }
+    // Failed, timed out, cancelled or cut short: the codes its own stream would have ended with.
+    const fields = taskFields({ ended: "error", text: "", structured: undefined, approvals: [], errorCode: run.status === "timeout" ? "timeout" : "run_failed", runId: run.run_id }, "");
+    return { ...fields, status_parts: [where, ...(fields.status_parts ?? [])] };
+  }
+
   return {
     update,
+    lastResumeOf,
+    endedRunFields,
+
+    /**
+     * The settling sweep: tasks still waiting although no approval they list is pending, not
+     * updated for a while (their run's end should have settled them, but its write failed or its
+     * process died), take the outcome of the run that carried the decisions out, once it ended.
+     * Returns how many it settled.
+     */
+    async settleStranded(before: string, limit: number): Promise<number> {
+      let settledCount = 0;
+      for (const t of await store.strandedTasks(before, limit)) {
+        let decided: ApprovalRecord | null = null;
+        for (const id of t.approval_ids) if ((decided = await store.getApproval(id))) break;
+        const carrier = decided ? await lastResumeOf(decided.run_id) : null;
+        const fields = carrier && decided ? await endedRunFields(carrier, t, decided) : undefined;
+        if (!fields) continue;
+        await update(t, fields);
+        settledCount++;
+      }
+      return settledCount;
+    },
 
     /** One page of tasks; the caller's ownership is in the query. */
     list: (query: ListTasksQuery): Promise<TaskRecord[]> => store.listTasks(query),

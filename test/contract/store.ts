@@ -1121,6 +1121,33 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect(await store.tasksWaitingOn(a.thread_id, ap(1))).toEqual([]);
       });
 
+      it("strandedTasks: tasks that wait on approvals none of which is pending, not updated since then, oldest first", async () => {
+        const row = thread("st");
+        await store.createThread(row);
+        const [p, d, r] = [approval("st-p", row.thread_id), approval("st-d", row.thread_id), approval("st-r", row.thread_id)];
+        for (const x of [p, d, r]) await store.createApproval(x);
+        await store.decideApproval(d.approval_id, decided("approved"));
+        await store.decideApproval(r.approval_id, decided("rejected"));
+        // Later than every other case's tasks, which may also wait; none of them is on this thread.
+        const old = (s: number) => ({ created_at: at(1_000 + s), updated_at: at(1_000 + s) });
+        const s1 = task("st1", row.thread_id, { state: "input-required", approval_ids: [d.approval_id], ...old(3) });
+        const s2 = task("st2", row.thread_id, { state: "input-required", approval_ids: [d.approval_id, p.approval_id], ...old(1) });
+        const s3 = task("st3", row.thread_id, { state: "working", approval_ids: [r.approval_id], ...old(2) });
+        const s4 = task("st4", row.thread_id, { state: "working", approval_ids: [d.approval_id], run_id: `${tag}-run-st4`, ...old(1) });
+        const s5 = task("st5", row.thread_id, { state: "completed", approval_ids: [d.approval_id], ...old(1) });
+        const s6 = task("st6", row.thread_id, { state: "input-required", approval_ids: [d.approval_id], ...old(60) });
+        const s7 = task("st7", row.thread_id, { state: "input-required", approval_ids: [], ...old(1) });
+        for (const t of [s1, s2, s3, s4, s5, s6, s7]) await store.createTask(t);
+        const ours = (rows: TaskRecord[]) => rows.filter((t) => t.context_id === row.thread_id).map((t) => t.task_id);
+        // s2 waits on a pending approval, s4 on a run of its own, s5 is done, s6 too recent, s7 lists nothing.
+        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s3.task_id, s1.task_id]);
+        expect((await store.strandedTasks(at(1_050), 1)).length).toBe(1);
+        await store.decideApproval(p.approval_id, decided("approved"));
+        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s2.task_id, s3.task_id, s1.task_id]);
+        await store.updateTask(s1.task_id, { state: "completed", updated_at: at(1_004) });
+        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s2.task_id, s3.task_id]);
+      });
+
       it("dropTasksBefore drops the tasks not updated since then, and counts them", async () => {
         const row = thread("td");
         await store.createThread(row);

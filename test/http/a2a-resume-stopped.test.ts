@@ -103,3 +103,35 @@ describe("a resumed run that stopped before it carried the decision out", () => 
     }
   });
 });
+
+describe("the settling sweep", () => {
+  it("a waiting task whose run's end could not write its outcome (the store failed once) is settled by the sweep once it has been still 30 s", async () => {
+    const clock = { t: Date.parse("2026-11-29T12:00:00Z"), now: () => clock.t };
+    let broken = false;
+    const inner = createMemoryStore();
+    const store = { ...inner, updateTask: (id: string, patch: Parameters<typeof inner.updateTask>[1]) => (broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(id, patch)) };
+    const a = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, clock, storage: async () => ({ store, lease: createMemoryLease(clock) }), intervalJobs: false });
+    try {
+      const { task, approval } = await waitingTask(a);
+      broken = true;
+      const decided = await (await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }))).text();
+      expect(decided).toContain("event: message.end");
+      await waitFor(() => a.logs.some((l) => l.message === "settling after a resumed run failed"), 3_000);
+      broken = false;
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
+      const sweep = a.jobs.find((j) => j.name === "settling A2A tasks")!;
+      await sweep.run();
+      // Too soon: a run's own settle may still be on its way.
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
+      clock.t += 31_000;
+      await sweep.run();
+      const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
+      expect(final.status.state).toBe("TASK_STATE_COMPLETED");
+      expect(JSON.stringify(final.artifacts)).toContain("created");
+      expect(JSON.stringify(final.status)).toContain("The run continued after the approval was decided");
+      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+    } finally {
+      await a.close();
+    }
+  });
+});

@@ -66,5 +66,6 @@ export class AgentStoreObject extends DurableObject implements Sync<StoreObjectA
   updateTask(id: string, patch: Parameters<SqliteTables["updateTask"]>[1]) { this.#tables.updateTask(id, patch); }
   listTasks(q: ListTasksQuery) { return this.#tables.listTasks(q); }
   tasksWaitingOn(threadId: string, approvalId: string) { return this.#tables.tasksWaitingOn(threadId, approvalId); }
+  strandedTasks(before: string, limit: number) { return this.#tables.strandedTasks(before, limit); }
   dropTasksBefore(before: string) { return this.#tables.dropTasksBefore(before); }
 }

@@ -102,6 +102,7 @@ export function createDurableStore(objects: DurableObjects, clock: Clock): Store
     updateTask: (id, patch) => s().updateTask(id, patch),
     listTasks: (q) => s().listTasks(q),
     tasksWaitingOn: (threadId, approvalId) => s().tasksWaitingOn(threadId, approvalId),
+    strandedTasks: (before, limit) => s().strandedTasks(before, limit),
     dropTasksBefore: (before) => s().dropTasksBefore(before),
 
     ping: () => s().ping(),

@@ -46,6 +46,15 @@ export function taskTables(db: Sqlite) {
       );
     },
 
+    strandedTasks(before: string, limit: number): TaskRecord[] {
+      return select(
+        "(state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND json_array_length(approval_ids) > 0 AND updated_at < ? " +
+          "AND NOT EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j JOIN approvals a ON a.approval_id = j.value WHERE a.status = 'pending') " +
+          "ORDER BY updated_at, task_id LIMIT ?",
+        before, limit,
+      );
+    },
+
     dropTasksBefore(before: string): number {
       return db.exec("DELETE FROM tasks WHERE updated_at < ? RETURNING task_id", before).toArray().length;
     },

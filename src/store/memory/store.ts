@@ -283,6 +283,13 @@ export function createMemoryStore(): Store {
     async tasksWaitingOn(threadId, approvalId) {
       return [...tasks.values()].filter((t) => t.context_id === threadId && waitsForDecision(t) && t.approval_ids.includes(approvalId));
     },
+    async strandedTasks(before, limit) {
+      const pending = (id: string) => approvals.get(id)?.status === "pending";
+      return [...tasks.values()]
+        .filter((t) => waitsForDecision(t) && t.approval_ids.length > 0 && t.updated_at < before && !t.approval_ids.some(pending))
+        .sort((a, b) => (a.updated_at === b.updated_at ? (a.task_id < b.task_id ? -1 : 1) : a.updated_at < b.updated_at ? -1 : 1))
+        .slice(0, limit);
+    },
     async dropTasksBefore(before) {
       let n = 0;
       for (const [id, t] of tasks) if (t.updated_at < before) (tasks.delete(id), n++);

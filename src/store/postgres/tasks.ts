@@ -38,6 +38,15 @@ export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
       const rows = await sql`SELECT * FROM a2a_tasks WHERE context_id = ${threadId} AND (state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND ${approvalId} = ANY (approval_ids)`;
       return rows.map(taskOf);
     }),
+    strandedTasks: (before, limit) => guard(async () => {
+      const rows = await sql`
+        SELECT * FROM a2a_tasks t
+          WHERE (t.state = 'input-required' OR (t.state = 'working' AND t.run_id IS NULL))
+            AND cardinality(t.approval_ids) > 0 AND t.updated_at < ${before}
+            AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.approval_id = ANY (t.approval_ids) AND a.status = 'pending')
+          ORDER BY t.updated_at, t.task_id LIMIT ${limit}`;
+      return rows.map(taskOf);
+    }),
     dropTasksBefore: (before) => guard(async () => {
       const rows = await sql`DELETE FROM a2a_tasks WHERE updated_at < ${before} RETURNING 1`;
       return rows.length;
