@@ -439,19 +439,6 @@ describe("approvals over A2A (spec 4.5)", () => {
     return { a, t, ap, queued: body.result.task as Json, release: () => lease!.release(held) };
   }
 
-  it("a task queued on a decision (working, no run anywhere) can be canceled on a single replica; the decision stays recorded and is carried out once", async () => {
-    const { a, t, queued, release } = await queuedDecision();
-    expect(queued.status.state).toBe("TASK_STATE_WORKING");
-    const canceled = await rpc(a, "CancelTask", { id: t.id });
-    expect(canceled.error).toBeUndefined();
-    expect(canceled.result.status.state).toBe("TASK_STATE_CANCELED");
-    await release();
-    await waitFor(() => hits.length === 1, 5_000);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(hits).toHaveLength(1);
-    expect((await getTask(a, t.id)).result.status.state).toBe("TASK_STATE_CANCELED");
-  });
-
   it("a decision that finds the conversation held is queued: the task says so and stays working (not input-required with nothing to decide), then completes once the run resumes", async () => {
     const { a, t, ap, queued, release } = await queuedDecision();
     expect(queued.status.state).toBe("TASK_STATE_WORKING");

@@ -104,6 +104,27 @@ describe("a resumed run that stopped before it carried the decision out", () => 
   });
 });
 
+describe("canceling a task whose decision is on its way", () => {
+  it("another replica refuses to cancel a task whose decision's run this replica is still starting (waiting for the thread): the task is not left canceled while its run goes on", async () => {
+    const schema = pg.fresh();
+    const env = { CHECKPOINTER: "sql", SQLDB_DSN: DSN, ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" };
+    const quick = { ...options, leaseTimings: { renewMs: 200, ttlMs: 1_000 }, sweepIntervalMs: 60_000, sqlSchema: schema };
+    const x = await pg.track(makeApp(env, quick));
+    const y = await pg.track(makeApp(env, quick));
+    const h = await pg.handle(schema);
+    const { task, approval } = await waitingTask(x);
+    const held = (await h.lease.acquire(task.contextId, "other:run", 10_000))!;
+    const decided = rpc(x, "SendMessage", message([{ data: { approval_id: approval.approval_id, decision: "approve", digest: approval.digest } }], { taskId: task.id }));
+    await new Promise((r) => setTimeout(r, 400));
+    const body = JSON.stringify({ jsonrpc: "2.0", id: "c", method: "CancelTask", params: { id: task.id } });
+    const res = await y.fetch(new Request("http://test/a2a/app", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "A2A-Version": "1.0" }, body }));
+    expect(((await res.json()) as Json).error).toMatchObject({ code: -32002 });
+    await h.lease.release(held);
+    await decided;
+    await expectCompletedOnce(y, task, approval);
+  }, 30_000);
+});
+
 describe("the settling sweep", () => {
   it("a waiting task whose run's end could not write its outcome (the store failed once) is settled by the sweep once it has been still 30 s", async () => {
     const clock = { t: Date.parse("2026-11-29T12:00:00Z"), now: () => clock.t };
