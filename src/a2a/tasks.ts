@@ -47,29 +47,64 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
   }
 
   /**
-   * What an ended run came to, read back from the store, as the fields of a task that waited on
-   * `decided` (with the run's answer when it is still the thread's last run); undefined while the
-   * run goes on (running, or paused with every approval decided: due to resume).
+   * What an ended run came to, read back from the store, as the fields of a task (with the run's
+   * answer when it is still the thread's last run): one that waited on `decided`, or, without
+   * it, the task the run ran in. Undefined while the run goes on (running, or paused with every
+   * approval decided: due to resume).
    */
-  async function endedRunFields(run: RunRecord, task: TaskRecord, decided: ApprovalRecord): Promise<Partial<TaskRecord> | undefined> {
+  async function endedRunFields(run: RunRecord, task: TaskRecord, decided: ApprovalRecord | undefined): Promise<Partial<TaskRecord> | undefined> {
     if (run.status === "running") return undefined;
-    const where: TaskPart = { kind: "text", text: `The run continued after the approval was decided (run ${run.run_id}).` };
+    const where: TaskPart[] = decided ? [{ kind: "text", text: `The run continued after the approval was decided (run ${run.run_id}).` }] : [];
     if (run.status === "awaiting_approval") {
       const pending = await store.listApprovals({ run_id: run.run_id, status: "pending", limit: 100, offset: 0 });
       if (pending.length === 0) return undefined;
       const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
-      return awaiting([decided.approval_id, ...pending.map((a) => a.approval_id)], shown);
+      return awaiting([...(decided ? [decided.approval_id] : []), ...pending.map((a) => a.approval_id)], shown);
     }
     if (run.status === "ok" || run.status === "step_limit") {
       const runs = await store.listRuns(run.thread_id);
       const [last] = runs.at(-1)?.run_id === run.run_id ? ((await store.getMessagePage(run.thread_id, { limit: 1 })) ?? []) : [];
       const text = last?.role === "assistant" ? last.content : "";
       const fields = taskFields({ ended: run.status, text, structured: undefined, approvals: [], errorCode: undefined, runId: run.run_id }, `${task.task_id}-response`);
-      return text === "" ? { ...fields, artifacts: [], status_parts: [where, { kind: "text", text: "Its answer is in the conversation." }] } : { ...fields, status_parts: [where] };
+      return text === "" ? { ...fields, artifacts: [], status_parts: [...where, { kind: "text", text: "Its answer is in the conversation." }] } : { ...fields, status_parts: where };
     }
     // Failed, timed out, cancelled or cut short: the codes its own stream would have ended with.
     const fields = taskFields({ ended: "error", text: "", structured: undefined, approvals: [], errorCode: run.status === "timeout" ? "timeout" : "run_failed", runId: run.run_id }, "");
-    return { ...fields, status_parts: [where, ...(fields.status_parts ?? [])] };
+    return { ...fields, status_parts: [...where, ...(fields.status_parts ?? [])] };
+  }
+
+  /**
+   * The task's run resumed a paused run after a decision and ended before it carried the decided
+   * calls out (stopped, cut off, the database gone): the decision is still due, and the run that
+   * resumes it next settles this task. Working again, no run, listing the paused run's
+   * approvals; undefined when the run was no such resume.
+   */
+  async function waitAgain(task: TaskRecord, runId: string): Promise<TaskRecord | undefined> {
+    const resumedFrom = (await store.getRun(runId))?.resumed_from;
+    const paused = resumedFrom ? await store.getRun(resumedFrom) : null;
+    if (!paused || paused.status !== "awaiting_approval" || paused.resumed_by !== null) return undefined;
+    const approvals = await store.listApprovals({ run_id: paused.run_id, limit: 100, offset: 0 });
+    const text = "The run resumed with the decision stopped before it carried the decided calls out; the decision stays recorded, the run resumes again, and this task then takes its outcome.";
+    return update(task, { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] });
+  }
+
+  /** A stranded task (settleStranded) settled now, or false while what it waits for goes on. */
+  async function settleOne(t: TaskRecord): Promise<boolean> {
+    if (t.run_id !== null) {
+      // Its own run ended and the task's final write was lost (or its process died first).
+      const own = await store.getRun(t.run_id);
+      if (!own || own.status === "running") return false;
+      if (await waitAgain(t, own.run_id)) return true;
+      const fields = await endedRunFields(own, t, undefined);
+      if (fields) await update(t, fields);
+      return fields !== undefined;
+    }
+    let decided: ApprovalRecord | null = null;
+    for (const id of t.approval_ids) if ((decided = await store.getApproval(id))) break;
+    const carrier = decided ? await lastResumeOf(decided.run_id) : null;
+    const fields = carrier && decided ? await endedRunFields(carrier, t, decided) : undefined;
+    if (fields) await update(t, fields);
+    return fields !== undefined;
   }
 
   return {
@@ -78,22 +113,14 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
     endedRunFields,
 
     /**
-     * The settling sweep: tasks still waiting although no approval they list is pending, not
-     * updated for a while (their run's end should have settled them, but its write failed or its
-     * process died), take the outcome of the run that carried the decisions out, once it ended.
-     * Returns how many it settled.
+     * The settling sweep: tasks still waiting although no approval they list is pending, or
+     * working on a run that has ended, not updated for a while (their run's end should have
+     * settled them, but its write failed or its process died), take the outcome of the run that
+     * carried the decisions out (or of their own run), once it ended. Returns how many it settled.
      */
     async settleStranded(before: string, limit: number): Promise<number> {
       let settledCount = 0;
-      for (const t of await store.strandedTasks(before, limit)) {
-        let decided: ApprovalRecord | null = null;
-        for (const id of t.approval_ids) if ((decided = await store.getApproval(id))) break;
-        const carrier = decided ? await lastResumeOf(decided.run_id) : null;
-        const fields = carrier && decided ? await endedRunFields(carrier, t, decided) : undefined;
-        if (!fields) continue;
-        await update(t, fields);
-        settledCount++;
-      }
+      for (const t of await store.strandedTasks(before, limit)) if (await settleOne(t)) settledCount++;
       return settledCount;
     },
 
@@ -111,20 +138,7 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
       return t;
     },
 
-    /**
-     * The task's run resumed a paused run after a decision and ended before it carried the decided
-     * calls out (stopped, cut off, the database gone): the decision is still due, and the run that
-     * resumes it next settles this task. Working again, no run, listing the paused run's
-     * approvals; undefined when the run was no such resume.
-     */
-    async waitAgain(task: TaskRecord, runId: string): Promise<TaskRecord | undefined> {
-      const resumedFrom = (await store.getRun(runId))?.resumed_from;
-      const paused = resumedFrom ? await store.getRun(resumedFrom) : null;
-      if (!paused || paused.status !== "awaiting_approval" || paused.resumed_by !== null) return undefined;
-      const approvals = await store.listApprovals({ run_id: paused.run_id, limit: 100, offset: 0 });
-      const text = "The run resumed with the decision stopped before it carried the decided calls out; the decision stays recorded, the run resumes again, and this task then takes its outcome.";
-      return update(task, { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] });
-    },
+    waitAgain,
 
     /** A working task on `contextId`, owned by the caller (and its agent). */
     async create(caller: Caller, contextId: string): Promise<TaskRecord> {

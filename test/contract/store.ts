@@ -1121,7 +1121,7 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect(await store.tasksWaitingOn(a.thread_id, ap(1))).toEqual([]);
       });
 
-      it("strandedTasks: tasks that wait on approvals none of which is pending, not updated since then, oldest first", async () => {
+      it("strandedTasks: tasks that wait on approvals none of which is pending, or work on a run that ended, not updated since then, oldest first", async () => {
         const row = thread("st");
         await store.createThread(row);
         const [p, d, r] = [approval("st-p", row.thread_id), approval("st-d", row.thread_id), approval("st-r", row.thread_id)];
@@ -1137,15 +1137,23 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         const s5 = task("st5", row.thread_id, { state: "completed", approval_ids: [d.approval_id], ...old(1) });
         const s6 = task("st6", row.thread_id, { state: "input-required", approval_ids: [d.approval_id], ...old(60) });
         const s7 = task("st7", row.thread_id, { state: "input-required", approval_ids: [], ...old(1) });
-        for (const t of [s1, s2, s3, s4, s5, s6, s7]) await store.createTask(t);
+        // Working on a run of its own: stranded once that run has ended (its task's write was lost).
+        const [going, ended] = [run("st-going", row.thread_id), run("st-ended", row.thread_id)];
+        for (const r of [going, ended]) await store.createRun(r);
+        await store.updateRun(ended.run_id, { status: "ok" });
+        const s8 = task("st8", row.thread_id, { state: "working", run_id: going.run_id, ...old(5) });
+        const s9 = task("st9", row.thread_id, { state: "working", run_id: ended.run_id, ...old(6) });
+        for (const t of [s1, s2, s3, s4, s5, s6, s7, s8, s9]) await store.createTask(t);
         const ours = (rows: TaskRecord[]) => rows.filter((t) => t.context_id === row.thread_id).map((t) => t.task_id);
-        // s2 waits on a pending approval, s4 on a run of its own, s5 is done, s6 too recent, s7 lists nothing.
-        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s3.task_id, s1.task_id]);
+        // s2 waits on a pending approval, s4 and s8 on runs that go on, s5 is done, s6 too recent, s7 lists nothing.
+        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s3.task_id, s1.task_id, s9.task_id]);
         expect((await store.strandedTasks(at(1_050), 1)).length).toBe(1);
         await store.decideApproval(p.approval_id, decided("approved"));
-        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s2.task_id, s3.task_id, s1.task_id]);
+        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s2.task_id, s3.task_id, s1.task_id, s9.task_id]);
         await store.updateTask(s1.task_id, { state: "completed", updated_at: at(1_004) });
-        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s2.task_id, s3.task_id]);
+        expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s2.task_id, s3.task_id, s9.task_id]);
+        // Ended, so that no later case (markLostRuns) finds a running run without a lease here.
+        await store.updateRun(going.run_id, { status: "ok" });
       });
 
       it("dropTasksBefore drops the tasks not updated since then, and counts them", async () => {

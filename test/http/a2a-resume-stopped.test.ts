@@ -126,19 +126,25 @@ describe("canceling a task whose decision is on its way", () => {
 });
 
 describe("the settling sweep", () => {
-  it("a waiting task whose run's end could not write its outcome (the store failed once) is settled by the sweep once it has been still 30 s", async () => {
+  /** An app on a fake clock whose store refuses task writes while `tasks.broken`; no interval jobs. */
+  async function flakyTaskWrites() {
     const clock = { t: Date.parse("2026-11-29T12:00:00Z"), now: () => clock.t };
-    let broken = false;
+    const tasks = { broken: false };
     const inner = createMemoryStore();
-    const store = { ...inner, updateTask: (id: string, patch: Parameters<typeof inner.updateTask>[1]) => (broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(id, patch)) };
+    const store = { ...inner, updateTask: (id: string, patch: Parameters<typeof inner.updateTask>[1]) => (tasks.broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(id, patch)) };
     const a = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, clock, storage: async () => ({ store, lease: createMemoryLease(clock) }), intervalJobs: false });
+    return { a, inner, clock, tasks };
+  }
+
+  it("a waiting task whose run's end could not write its outcome (the store failed once) is settled by the sweep once it has been still 30 s", async () => {
+    const { a, inner, clock, tasks } = await flakyTaskWrites();
     try {
       const { task, approval } = await waitingTask(a);
-      broken = true;
+      tasks.broken = true;
       const decided = await (await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }))).text();
       expect(decided).toContain("event: message.end");
       await waitFor(() => a.logs.some((l) => l.message === "settling after a resumed run failed"), 3_000);
-      broken = false;
+      tasks.broken = false;
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
       const sweep = a.jobs.find((j) => j.name === "settling A2A tasks")!;
       await sweep.run();
@@ -150,6 +156,28 @@ describe("the settling sweep", () => {
       expect(final.status.state).toBe("TASK_STATE_COMPLETED");
       expect(JSON.stringify(final.artifacts)).toContain("created");
       expect(JSON.stringify(final.status)).toContain("The run continued after the approval was decided");
+      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+    } finally {
+      await a.close();
+    }
+  });
+  it("a task whose own run ended while the task's final write failed is settled by the sweep from that run's record", async () => {
+    const { a, inner, clock, tasks } = await flakyTaskWrites();
+    try {
+      const { task, approval } = await waitingTask(a);
+      // Decided on the task: the resumed run is the task's own.
+      const decided = (await rpc(a, "SendMessage", { ...message([{ data: { approval_id: approval.approval_id, decision: "approve", digest: approval.digest } }], { taskId: task.id }), configuration: { returnImmediately: true } })).task as Json;
+      expect(decided.status.state).toBe("TASK_STATE_WORKING");
+      tasks.broken = true;
+      await waitFor(async () => (await inner.listRuns(task.contextId)).every((r) => r.status !== "running"), 5_000);
+      await new Promise((r) => setTimeout(r, 100));
+      tasks.broken = false;
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_WORKING");
+      clock.t += 31_000;
+      await a.jobs.find((j) => j.name === "settling A2A tasks")!.run();
+      const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
+      expect(final.status.state).toBe("TASK_STATE_COMPLETED");
+      expect(JSON.stringify(final.artifacts)).toContain("created");
       expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
     } finally {
       await a.close();

@@ -48,8 +48,9 @@ export function taskTables(db: Sqlite) {
 
     strandedTasks(before: string, limit: number): TaskRecord[] {
       return select(
-        "(state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND json_array_length(approval_ids) > 0 AND updated_at < ? " +
-          "AND NOT EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j JOIN approvals a ON a.approval_id = j.value WHERE a.status = 'pending') " +
+        "updated_at < ? AND (((state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND json_array_length(approval_ids) > 0 " +
+          "AND NOT EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j JOIN approvals a ON a.approval_id = j.value WHERE a.status = 'pending')) " +
+          "OR (state = 'working' AND EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.run_id AND r.status <> 'running'))) " +
           "ORDER BY updated_at, task_id LIMIT ?",
         before, limit,
       );

@@ -285,8 +285,11 @@ export function createMemoryStore(): Store {
     },
     async strandedTasks(before, limit) {
       const pending = (id: string) => approvals.get(id)?.status === "pending";
+      const runEnded = (id: string | null) => id !== null && runs.has(id) && runs.get(id)!.status !== "running";
+      const overdue = (t: TaskRecord) =>
+        (waitsForDecision(t) && t.approval_ids.length > 0 && !t.approval_ids.some(pending)) || (t.state === "working" && runEnded(t.run_id));
       return [...tasks.values()]
-        .filter((t) => waitsForDecision(t) && t.approval_ids.length > 0 && t.updated_at < before && !t.approval_ids.some(pending))
+        .filter((t) => t.updated_at < before && overdue(t))
         .sort((a, b) => (a.updated_at === b.updated_at ? (a.task_id < b.task_id ? -1 : 1) : a.updated_at < b.updated_at ? -1 : 1))
         .slice(0, limit);
     },

@@ -10,9 +10,10 @@ export interface TaskStore {
   /** The thread's tasks that take the outcome of the approval's run: input-required, or working with no run (queued on a decision). */
   tasksWaitingOn(threadId: string, approvalId: string): Promise<TaskRecord[]>;
   /**
-   * Tasks that wait for a decision (as tasksWaitingOn counts them) although none of the approvals
-   * they list is pending any more, not updated since `before` (ISO): oldest first, at most
-   * `limit`. Their run's end should have settled them; the settling sweep looks again.
+   * Tasks whose settling is overdue, not updated since `before` (ISO), oldest first, at most
+   * `limit`: those that wait for a decision (as tasksWaitingOn counts them) although none of the
+   * approvals they list is pending any more, and working ones whose own run has ended. A run's
+   * end should have settled them; the settling sweep looks again.
    */
   strandedTasks(before: string, limit: number): Promise<TaskRecord[]>;
   /** Drops tasks not updated since `before` (ISO); returns how many. */

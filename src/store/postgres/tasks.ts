@@ -41,9 +41,10 @@ export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
     strandedTasks: (before, limit) => guard(async () => {
       const rows = await sql`
         SELECT * FROM a2a_tasks t
-          WHERE (t.state = 'input-required' OR (t.state = 'working' AND t.run_id IS NULL))
-            AND cardinality(t.approval_ids) > 0 AND t.updated_at < ${before}
-            AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.approval_id = ANY (t.approval_ids) AND a.status = 'pending')
+          WHERE t.updated_at < ${before} AND (
+            ((t.state = 'input-required' OR (t.state = 'working' AND t.run_id IS NULL)) AND cardinality(t.approval_ids) > 0
+              AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.approval_id = ANY (t.approval_ids) AND a.status = 'pending'))
+            OR (t.state = 'working' AND EXISTS (SELECT 1 FROM runs r WHERE r.run_id = t.run_id AND r.status <> 'running')))
           ORDER BY t.updated_at, t.task_id LIMIT ${limit}`;
       return rows.map(taskOf);
     }),
