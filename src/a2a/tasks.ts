@@ -88,12 +88,17 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
     return update(task, { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] });
   }
 
-  /** A stranded task (settleStranded) settled now, or false while what it waits for goes on. */
-  async function settleOne(t: TaskRecord): Promise<boolean> {
+  /**
+   * A stranded task (settleStranded) settled now, or false while what it waits for goes on or
+   * ended only since `before` (that run's own end may still be writing the task).
+   */
+  async function settleOne(t: TaskRecord, before: string): Promise<boolean> {
+    // Parsed: adapters write the same instant as "...Z" or "...+00:00".
+    const endedBefore = (run: RunRecord) => run.ended_at !== null && Date.parse(run.ended_at) < Date.parse(before);
     if (t.run_id !== null) {
       // Its own run ended and the task's final write was lost (or its process died first).
       const own = await store.getRun(t.run_id);
-      if (!own || own.status === "running") return false;
+      if (!own || own.status === "running" || !endedBefore(own)) return false;
       if (await waitAgain(t, own.run_id)) return true;
       const fields = await endedRunFields(own, t, undefined);
       if (fields) await update(t, fields);
@@ -102,7 +107,8 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
     let decided: ApprovalRecord | null = null;
     for (const id of t.approval_ids) if ((decided = await store.getApproval(id))) break;
     const carrier = decided ? await lastResumeOf(decided.run_id) : null;
-    const fields = carrier && decided ? await endedRunFields(carrier, t, decided) : undefined;
+    if (!carrier || !decided || (carrier.status !== "running" && !endedBefore(carrier))) return false;
+    const fields = await endedRunFields(carrier, t, decided);
     if (fields) await update(t, fields);
     return fields !== undefined;
   }
@@ -114,13 +120,14 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
 
     /**
      * The settling sweep: tasks still waiting although no approval they list is pending, or
-     * working on a run that has ended, not updated for a while (their run's end should have
+     * working on a run that has ended, not updated since `before` (their run's end should have
      * settled them, but its write failed or its process died), take the outcome of the run that
-     * carried the decisions out (or of their own run), once it ended. Returns how many it settled.
+     * carried the decisions out (or of their own run), once it ended before `before` too.
+     * Returns how many it settled.
      */
     async settleStranded(before: string, limit: number): Promise<number> {
       let settledCount = 0;
-      for (const t of await store.strandedTasks(before, limit)) if (await settleOne(t)) settledCount++;
+      for (const t of await store.strandedTasks(before, limit)) if (await settleOne(t, before)) settledCount++;
       return settledCount;
     },
 

@@ -7,6 +7,7 @@
  * TEST_SQLDB_DSN; its schema is dropped in afterAll.
  */
 import { afterAll, describe, expect, it } from "vitest";
+import { defineTool } from "../../src/index.js";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
 import { KEY, makeApp, post, readUntil, type TestApp, waitFor } from "../helpers.js";
@@ -127,12 +128,14 @@ describe("canceling a task whose decision is on its way", () => {
 
 describe("the settling sweep", () => {
   /** An app on a fake clock whose store refuses task writes while `tasks.broken`; no interval jobs. */
-  async function flakyTaskWrites() {
+  async function flakyTaskWrites(tools = options.tools) {
     const clock = { t: Date.parse("2026-11-29T12:00:00Z"), now: () => clock.t };
     const tasks = { broken: false };
     const inner = createMemoryStore();
     const store = { ...inner, updateTask: (id: string, patch: Parameters<typeof inner.updateTask>[1]) => (tasks.broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(id, patch)) };
-    const a = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, clock, storage: async () => ({ store, lease: createMemoryLease(clock) }), intervalJobs: false });
+    // The lease keeps real time: the fake clock's jumps must not cost a running run its thread.
+    const lease = createMemoryLease({ now: () => Date.now() });
+    const a = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, tools, clock, storage: async () => ({ store, lease }), intervalJobs: false });
     return { a, inner, clock, tasks };
   }
 
@@ -179,6 +182,31 @@ describe("the settling sweep", () => {
       expect(final.status.state).toBe("TASK_STATE_COMPLETED");
       expect(JSON.stringify(final.artifacts)).toContain("created");
       expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+    } finally {
+      await a.close();
+    }
+  });
+  it("a task whose long run ended only just now is left to that run's own end, though the task itself was last written long ago", async () => {
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const long = defineTool({ name: "long_job", description: "takes a while", parameters: { type: "object", properties: {} }, calls: [], run: async () => (await finished, "done") });
+    const { a, inner, clock, tasks } = await flakyTaskWrites([long]);
+    try {
+      const task = (await rpc(a, "SendMessage", { ...message([{ text: "/call long_job {}" }]), configuration: { returnImmediately: true } })).task as Json;
+      await waitFor(async () => (await inner.getTask(task.id))?.run_id !== null, 3_000);
+      // The run has gone on for a minute; it ends now and its task's final write is lost.
+      clock.t += 60_000;
+      tasks.broken = true;
+      finish();
+      await waitFor(async () => (await inner.listRuns(task.contextId)).every((r) => r.status !== "running"), 3_000);
+      await new Promise((r) => setTimeout(r, 100));
+      tasks.broken = false;
+      const sweep = a.jobs.find((j) => j.name === "settling A2A tasks")!;
+      await sweep.run();
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_WORKING");
+      clock.t += 31_000;
+      await sweep.run();
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_COMPLETED");
     } finally {
       await a.close();
     }
