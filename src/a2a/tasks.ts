@@ -74,17 +74,22 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
   }
 
   /**
-   * The task's run resumed a paused run after a decision and ended before it carried the decided
-   * calls out (stopped, cut off, the database gone): the decision is still due, and the run that
-   * resumes it next settles this task. Working again, no run, listing the paused run's
-   * approvals; undefined when the run was no such resume.
+   * The task's run is not the one whose outcome it takes: the run resumed a paused run after a
+   * decision and ended before it carried the decided calls out (stopped, cut off, the database
+   * gone), or the run itself paused and every approval it waits for is decided. The decisions
+   * are carried out by the run that resumes the paused run (next, or already, elsewhere), and its
+   * end settles this task: working again, no run, listing the paused run's approvals (the
+   * settling sweep reads that run back if it ended already). Undefined when the task's run is its
+   * outcome (it carried the decisions out itself, paused with approvals pending, or resumed nothing).
    */
   async function waitAgain(task: TaskRecord, runId: string): Promise<TaskRecord | undefined> {
-    const resumedFrom = (await store.getRun(runId))?.resumed_from;
-    const paused = resumedFrom ? await store.getRun(resumedFrom) : null;
-    if (!paused || paused.status !== "awaiting_approval" || paused.resumed_by !== null) return undefined;
+    const run = await store.getRun(runId);
+    const own = run?.status === "awaiting_approval";
+    const paused = own ? run : run?.resumed_from ? await store.getRun(run.resumed_from) : null;
+    if (!run || !paused || paused.status !== "awaiting_approval" || (!own && paused.resumed_by === run.run_id)) return undefined;
     const approvals = await store.listApprovals({ run_id: paused.run_id, limit: 100, offset: 0 });
-    const text = "The run resumed with the decision stopped before it carried the decided calls out; the decision stays recorded, the run resumes again, and this task then takes its outcome.";
+    if (own && approvals.some((a) => a.status === "pending")) return undefined;
+    const text = "The decision is recorded; the run that carries it out settles this task once it ends.";
     return update(task, { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] });
   }
 
@@ -96,7 +101,9 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
     // Parsed: adapters write the same instant as "...Z" or "...+00:00".
     const endedBefore = (run: RunRecord) => run.ended_at !== null && Date.parse(run.ended_at) < Date.parse(before);
     if (t.run_id !== null) {
-      // Its own run ended and the task's final write was lost (or its process died first).
+      // Its own run ended and the task's final write was lost (or its process died first). A run
+      // that paused, or resumed and was cut, hands the task on to the run that carries the
+      // decisions out: it waits on them now, and the next pass reads that run back.
       const own = await store.getRun(t.run_id);
       if (!own || own.status === "running" || !endedBefore(own)) return false;
       if (await waitAgain(t, own.run_id)) return true;

@@ -135,8 +135,17 @@ describe("the settling sweep", () => {
     const store = { ...inner, updateTask: (id: string, patch: Parameters<typeof inner.updateTask>[1]) => (tasks.broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(id, patch)) };
     // The lease keeps real time: the fake clock's jumps must not cost a running run its thread.
     const lease = createMemoryLease({ now: () => Date.now() });
-    const a = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, tools, clock, storage: async () => ({ store, lease }), intervalJobs: false });
-    return { a, inner, clock, tasks };
+    /** Another replica on the same store and lease (closed by the caller). */
+    const replica = () => makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, tools, clock, storage: async () => ({ store, lease }), intervalJobs: false });
+    return { a: await replica(), replica, inner, clock, tasks };
+  }
+  const job = (a: TestApp, name: string) => a.jobs.find((j) => j.name === name)!.run();
+  /** `passes` runs of the settling sweep, each once the clock has moved on 31 s. */
+  async function sweepLater(a: TestApp, clock: { t: number }, passes = 1): Promise<void> {
+    for (let i = 0; i < passes; i++) {
+      clock.t += 31_000;
+      await job(a, "settling A2A tasks");
+    }
   }
 
   it("a waiting task whose run's end could not write its outcome (the store failed once) is settled by the sweep once it has been still 30 s", async () => {
@@ -149,12 +158,10 @@ describe("the settling sweep", () => {
       await waitFor(() => a.logs.some((l) => l.message === "settling after a resumed run failed"), 3_000);
       tasks.broken = false;
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
-      const sweep = a.jobs.find((j) => j.name === "settling A2A tasks")!;
-      await sweep.run();
+      await job(a, "settling A2A tasks");
       // Too soon: a run's own settle may still be on its way.
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
-      clock.t += 31_000;
-      await sweep.run();
+      await sweepLater(a, clock);
       const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
       expect(final.status.state).toBe("TASK_STATE_COMPLETED");
       expect(JSON.stringify(final.artifacts)).toContain("created");
@@ -176,8 +183,7 @@ describe("the settling sweep", () => {
       await new Promise((r) => setTimeout(r, 100));
       tasks.broken = false;
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_WORKING");
-      clock.t += 31_000;
-      await a.jobs.find((j) => j.name === "settling A2A tasks")!.run();
+      await sweepLater(a, clock);
       const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
       expect(final.status.state).toBe("TASK_STATE_COMPLETED");
       expect(JSON.stringify(final.artifacts)).toContain("created");
@@ -201,12 +207,52 @@ describe("the settling sweep", () => {
       await waitFor(async () => (await inner.listRuns(task.contextId)).every((r) => r.status !== "running"), 3_000);
       await new Promise((r) => setTimeout(r, 100));
       tasks.broken = false;
-      const sweep = a.jobs.find((j) => j.name === "settling A2A tasks")!;
-      await sweep.run();
+      await job(a, "settling A2A tasks");
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_WORKING");
-      clock.t += 31_000;
-      await sweep.run();
+      await sweepLater(a, clock);
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_COMPLETED");
+    } finally {
+      await a.close();
+    }
+  });
+  it("a task whose own resume was cut (its replica closed, its write lost) takes the outcome of the run another replica then resumed with the decision", async () => {
+    const { a, replica, inner, clock, tasks } = await flakyTaskWrites();
+    const b = await replica();
+    try {
+      const { task, approval } = await waitingTask(a);
+      await rpc(a, "SendMessage", { ...message([{ data: { approval_id: approval.approval_id, decision: "approve", digest: approval.digest } }], { taskId: task.id }), configuration: { returnImmediately: true } });
+      await new Promise((r) => setTimeout(r, 150));
+      tasks.broken = true;
+      await a.close();
+      tasks.broken = false;
+      // The task still names the cut run; replica B's sweep resumes the paused run and sends the call.
+      await job(b, "approval sweep");
+      await waitFor(async () => (await inner.listRuns(task.contextId)).every((r) => r.status !== "running") && upstream.hits.length > 0, 5_000);
+      await sweepLater(b, clock, 2);
+      const final = (await rpc(b, "GetTask", { id: task.id })) as Json;
+      expect(final.status.state).toBe("TASK_STATE_COMPLETED");
+      expect(JSON.stringify(final.artifacts)).toContain("created");
+      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it("a task whose own run paused while its write was lost, and whose approval was then decided in the web page, takes the outcome of the run that resumed it", async () => {
+    const { a, inner, clock, tasks } = await flakyTaskWrites();
+    try {
+      const sent = (await rpc(a, "SendMessage", { ...message([{ text: `/sleep 300\n${GATED}` }]), configuration: { returnImmediately: true } })).task as Json;
+      tasks.broken = true;
+      await waitFor(async () => (await inner.listRuns(sent.contextId)).some((r) => r.status === "awaiting_approval"), 5_000);
+      await new Promise((r) => setTimeout(r, 100));
+      tasks.broken = false;
+      const [approval] = await inner.listApprovals({ thread_id: sent.contextId, limit: 10, offset: 0 });
+      await (await a.fetch(post(`/threads/${sent.contextId}/approvals/${approval!.approval_id}`, { decision: "approve", digest: approval!.digest }))).text();
+      expect(await stateOf(a, sent.id)).toBe("TASK_STATE_WORKING");
+      await sweepLater(a, clock, 2);
+      const final = (await rpc(a, "GetTask", { id: sent.id })) as Json;
+      expect(final.status.state).toBe("TASK_STATE_COMPLETED");
+      expect(JSON.stringify(final.artifacts)).toContain("created");
     } finally {
       await a.close();
     }
