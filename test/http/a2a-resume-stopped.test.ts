@@ -171,6 +171,7 @@ describe("the settling sweep", () => {
       await a.close();
     }
   });
+
   it("a task whose own run ended while the task's final write failed is settled by the sweep from that run's record", async () => {
     const { a, inner, clock, tasks } = await flakyTaskWrites();
     try {
@@ -192,6 +193,7 @@ describe("the settling sweep", () => {
       await a.close();
     }
   });
+
   it("a task whose long run ended only just now is left to that run's own end, though the task itself was last written long ago", async () => {
     let finish!: () => void;
     const finished = new Promise<void>((resolve) => (finish = resolve));
@@ -215,6 +217,7 @@ describe("the settling sweep", () => {
       await a.close();
     }
   });
+
   it("a task whose own resume was cut (its replica closed, its write lost) takes the outcome of the run another replica then resumed with the decision", async () => {
     const { a, replica, inner, clock, tasks } = await flakyTaskWrites();
     const b = await replica();
