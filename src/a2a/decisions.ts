@@ -13,7 +13,7 @@ import type { Store } from "../store/ports.js";
 import { type RunInTask, type Started, settled } from "./bridge.js";
 import { A2A_CODE } from "./codes.js";
 import { ERR, RpcError } from "./jsonrpc.js";
-import { awaiting } from "./task-fields.js";
+import { awaitingStored } from "./task-fields.js";
 import type { TaskBook } from "./tasks.js";
 import type { CallContext, Listener, TaskRecord } from "./types.js";
 import { type IncomingMessage, TERMINAL } from "./wire.js";
@@ -83,8 +83,7 @@ export function createDecisions({ store, runs, tasks, runInTask }: { store: Stor
       // Nothing left to decide: the run resumes with this decision once the conversation is free,
       // or another request resumed it already.
       if (pending.length === 0) return takeCarriersOutcome(working, decided);
-      const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
-      return tasks.update(working, awaiting([decided.approval_id, ...pending.map((a) => a.approval_id)], shown));
+      return tasks.update(working, awaitingStored([decided.approval_id], pending));
     });
   }
 

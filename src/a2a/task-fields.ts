@@ -4,6 +4,7 @@
  * the run's error code. Pure: tasks.ts and the run bridge store what these return.
  */
 import type { RunOutcome } from "../agent/outcome.js";
+import type { ApprovalRecord } from "../approvals/types.js";
 import type { JsonValue } from "../json.js";
 import type { TaskPart, TaskRecord } from "./types.js";
 
@@ -42,4 +43,10 @@ export function awaiting(ids: string[], approvals: Record<string, JsonValue>[]):
       { kind: "data", data: { type: "approval_request", approval: approvals[0] ?? null, approvals, approval_json: JSON.stringify(approvals[0] ?? null) } },
     ],
   };
+}
+
+/** Input-required on stored approvals still pending (their internal part left out), after the ids of `decided` ones. */
+export function awaitingStored(decided: readonly string[], pending: readonly ApprovalRecord[]): Partial<TaskRecord> {
+  const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
+  return awaiting([...decided, ...pending.map((a) => a.approval_id)], shown);
 }

@@ -11,7 +11,7 @@ import type { Ids } from "../ids.js";
 import type { JsonValue } from "../json.js";
 import type { RunRecord, Store } from "../store/ports.js";
 import { ERR, RpcError } from "./jsonrpc.js";
-import { awaiting, taskFields } from "./task-fields.js";
+import { awaitingStored, taskFields } from "./task-fields.js";
 import type { ListTasksQuery, TaskPart, TaskRecord } from "./types.js";
 
 export interface TaskBookDeps {
@@ -58,8 +58,7 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
     if (run.status === "awaiting_approval") {
       const pending = await store.listApprovals({ run_id: run.run_id, status: "pending", limit: 100, offset: 0 });
       if (pending.length === 0) return undefined;
-      const shown = pending.map((a) => ({ ...a, internal: undefined }) as unknown as Record<string, JsonValue>);
-      return awaiting([...(decided ? [decided.approval_id] : []), ...pending.map((a) => a.approval_id)], shown);
+      return awaitingStored(decided ? [decided.approval_id] : [], pending);
     }
     if (run.status === "ok" || run.status === "step_limit") {
       const runs = await store.listRuns(run.thread_id);
