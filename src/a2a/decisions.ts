@@ -15,8 +15,8 @@ import { A2A_CODE } from "./codes.js";
 import { ERR, RpcError } from "./jsonrpc.js";
 import { awaitingStored } from "./task-fields.js";
 import type { TaskBook } from "./tasks.js";
-import type { CallContext, Listener, TaskRecord } from "./types.js";
-import { type IncomingMessage, TERMINAL } from "./wire.js";
+import { type CallContext, FINISHED, type Listener, type TaskRecord } from "./types.js";
+import type { IncomingMessage } from "./wire.js";
 import { DIGEST_FORM } from "../approvals/digest.js";
 
 interface DecisionRequest {
@@ -55,7 +55,7 @@ export function createDecisions({ store, runs, tasks, runInTask }: { store: Stor
     if (msg.taskId) {
       const task = await tasks.load(ctx.caller, msg.taskId, true);
       // A finished task stays as it finished: a decision on it is refused as any message to it is.
-      if (TERMINAL.has(task.state)) throw new RpcError(ERR.unsupportedOperation, "The task is in a terminal state");
+      if (FINISHED.has(task.state)) throw new RpcError(ERR.unsupportedOperation, "The task is in a terminal state");
       return task;
     }
     const ref = msg.referenceTaskIds[0];

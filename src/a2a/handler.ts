@@ -10,8 +10,8 @@ import { ERR, RpcError } from "./jsonrpc.js";
 import type { LiveTasks } from "./live.js";
 import type { Start } from "./start.js";
 import type { TaskBook } from "./tasks.js";
-import type { CallContext, TaskRecord, WireObject } from "./types.js";
-import { limitHistory, readMessage, readSendConfiguration, requestMessage, sendResult, statusUpdate, TERMINAL, taskSnapshot, wireTask } from "./wire.js";
+import { type CallContext, FINISHED, type TaskRecord, type WireObject } from "./types.js";
+import { limitHistory, readMessage, readSendConfiguration, requestMessage, sendResult, statusUpdate, taskSnapshot, wireTask } from "./wire.js";
 
 type Params = Record<string, JsonValue>;
 type Unary = (params: Params, ctx: CallContext) => Promise<WireObject>;
@@ -93,7 +93,7 @@ export function createHandler({ tasks, live, start }: { tasks: TaskBook; live: L
     /** A task running on another replica cannot be reached from here (-32002, spec 4.5). */
     async CancelTask(params, ctx) {
       const t = await tasks.load(ctx.caller, params.id);
-      if (TERMINAL.has(t.state)) throw new RpcError(ERR.taskNotCancelable, "Task cannot be canceled");
+      if (FINISHED.has(t.state)) throw new RpcError(ERR.taskNotCancelable, "Task cannot be canceled");
       const entry = live.get(t.task_id);
       // A working task this process does not run may be starting its decision's run on another
       // replica (waiting for the thread): only that replica can stop it (see README).
@@ -102,13 +102,16 @@ export function createHandler({ tasks, live, start }: { tasks: TaskBook; live: L
         entry.canceled = true;
         entry.run?.cancel();
       }
-      return wireTask(await tasks.update(t, CANCELED), ctx.version);
+      const canceled = await tasks.update(t, CANCELED);
+      // It finished first (its run ended, another replica settled it): it stays as it finished.
+      if (canceled.state !== "canceled") throw new RpcError(ERR.taskNotCancelable, "Task cannot be canceled");
+      return wireTask(canceled, ctx.version);
     },
 
     /** Only a run of this process can be followed (-32004 otherwise, spec 4.5). */
     async SubscribeToTask(params, ctx) {
       const t = await tasks.load(ctx.caller, params.id, true);
-      if (TERMINAL.has(t.state)) throw new RpcError(ERR.unsupportedOperation, "The task is in a terminal state");
+      if (FINISHED.has(t.state)) throw new RpcError(ERR.unsupportedOperation, "The task is in a terminal state");
       const entry = live.get(t.task_id);
       if (!entry) throw new RpcError(ERR.unsupportedOperation, "The task is not running in this process");
       const queue = new EventQueue();

@@ -15,8 +15,8 @@ import type { Decide } from "./decisions.js";
 import { ERR, RpcError } from "./jsonrpc.js";
 import { readOrigin } from "./origin.js";
 import type { TaskBook } from "./tasks.js";
-import type { CallContext, Listener } from "./types.js";
-import { type IncomingMessage, readMessage, TERMINAL } from "./wire.js";
+import { type CallContext, FINISHED, type Listener } from "./types.js";
+import { type IncomingMessage, readMessage } from "./wire.js";
 
 export interface StartDeps {
   readonly settings: Settings;
@@ -50,7 +50,7 @@ export function createStart({ settings, ids, runs, tasks, runInTask, decide }: S
     let contextId = msg.contextId;
     if (msg.taskId) {
       const existing = await tasks.load(ctx.caller, msg.taskId, true);
-      if (TERMINAL.has(existing.state)) throw new RpcError(ERR.unsupportedOperation, "The task is in a terminal state");
+      if (FINISHED.has(existing.state)) throw new RpcError(ERR.unsupportedOperation, "The task is in a terminal state");
       contextId = existing.context_id;
     }
     const origin = readOrigin(ctx.caller, msg, settings);

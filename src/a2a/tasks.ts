@@ -33,10 +33,15 @@ function owns(caller: Caller, t: TaskRecord, agentOnly: boolean): boolean {
 export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) {
   const now = () => isoTime(clock.now());
 
+  /**
+   * The task patched, with a fresh `updated_at`. A task that finished meanwhile (canceled on
+   * another replica, settled by another run's end or the sweep) stays as it finished: the store
+   * refuses the patch, and the task as stored is returned instead.
+   */
   const update = async (task: TaskRecord, patch: Partial<TaskRecord>): Promise<TaskRecord> => {
     const next = { ...task, ...patch, updated_at: now() };
-    await store.updateTask(task.task_id, { ...patch, updated_at: next.updated_at });
-    return next;
+    if (await store.updateTask(task.task_id, { ...patch, updated_at: next.updated_at })) return next;
+    return (await store.getTask(task.task_id)) ?? next;
   };
 
   /** The run that resumed `runId`, and the one that resumed that, ...: the last of them. */

@@ -6,6 +6,7 @@ import type { TraceSpan } from "../observability/tracing.js";
 import type { A2AVersion } from "./jsonrpc.js";
 
 export type { ListTasksQuery, TaskPart, TaskRecord, TaskState } from "../store/records/task.js";
+export { FINISHED } from "../store/records/task.js";
 
 /** Who calls, under which protocol version, and where its logs go: what every method needs besides its params. */
 export interface CallContext {

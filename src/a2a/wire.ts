@@ -5,7 +5,7 @@
  */
 import type { JsonValue } from "../json.js";
 import type { A2AVersion } from "./jsonrpc.js";
-import type { TaskPart, TaskRecord, TaskState } from "./types.js";
+import { FINISHED, type TaskPart, type TaskRecord, type TaskState } from "./types.js";
 
 const STATE_V10: Record<TaskState, string> = {
   working: "TASK_STATE_WORKING",
@@ -14,8 +14,6 @@ const STATE_V10: Record<TaskState, string> = {
   failed: "TASK_STATE_FAILED",
   canceled: "TASK_STATE_CANCELED",
 };
-
-export const TERMINAL: ReadonlySet<TaskState> = new Set(["completed", "failed", "canceled"]);
 
 export function wireState(state: TaskState, v: A2AVersion): string {
   return v === "1.0" ? STATE_V10[state] : state;
@@ -97,7 +95,7 @@ export function limitHistory<T>(history: readonly T[], historyLength: number | u
 
 export function statusUpdate(task: TaskRecord, v: A2AVersion): Record<string, JsonValue> {
   const update = { taskId: task.task_id, contextId: task.context_id, status: wireStatus(task, v) };
-  return v === "1.0" ? { statusUpdate: update } : { kind: "status-update", ...update, final: TERMINAL.has(task.state) };
+  return v === "1.0" ? { statusUpdate: update } : { kind: "status-update", ...update, final: FINISHED.has(task.state) };
 }
 
 export function artifactUpdate(task: TaskRecord, v: A2AVersion, artifact: { artifactId: string; name: string; parts: readonly TaskPart[] }, append: boolean, lastChunk: boolean): Record<string, JsonValue> {

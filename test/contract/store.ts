@@ -1057,11 +1057,30 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
           instance_id: null,
           updated_at: at(5),
         };
-        await store.updateTask(created.task_id, patch);
+        expect(await store.updateTask(created.task_id, patch)).toBe(true);
         expect(await store.getTask(created.task_id)).toEqual({ ...created, ...patch });
 
-        await store.updateTask(created.task_id, { state: "completed", artifacts: [], approval_ids: [], run_id: null, updated_at: at(6) });
+        expect(await store.updateTask(created.task_id, { state: "completed", artifacts: [], approval_ids: [], run_id: null, updated_at: at(6) })).toBe(true);
         expect(await store.getTask(created.task_id)).toEqual({ ...created, ...patch, state: "completed", artifacts: [], approval_ids: [], run_id: null, updated_at: at(6) });
+        expect(await store.updateTask(`${tag}-task-missing`, { updated_at: at(7) })).toBe(false);
+      });
+
+      it("a finished task (completed, failed, canceled) is never changed again: updateTask answers false and writes nothing", async () => {
+        const row = thread("tf");
+        await store.createThread(row);
+        for (const [i, state] of (["completed", "failed", "canceled"] as const).entries()) {
+          const finished = task(`f${i}`, row.thread_id, { state, status_parts: [{ kind: "text", text: state }], run_id: `${tag}-run-f${i}` });
+          await store.createTask(finished);
+          expect(await store.updateTask(finished.task_id, { state: "working", status_parts: [], run_id: null, updated_at: at(9) })).toBe(false);
+          expect(await store.updateTask(finished.task_id, { state: "canceled", updated_at: at(9) })).toBe(false);
+          expect(await store.updateTask(finished.task_id, {})).toBe(false);
+          expect(await store.getTask(finished.task_id)).toEqual(finished);
+        }
+        const open = task("f3", row.thread_id, { state: "input-required" });
+        await store.createTask(open);
+        expect(await store.updateTask(open.task_id, {})).toBe(true);
+        expect(await store.updateTask(open.task_id, { state: "canceled", updated_at: at(9) })).toBe(true);
+        expect((await store.getTask(open.task_id))!.state).toBe("canceled");
       });
 
       it("lists an owner's tasks, most recently updated first, by actor and by thread, in pages", async () => {

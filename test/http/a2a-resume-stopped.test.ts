@@ -127,12 +127,23 @@ describe("canceling a task whose decision is on its way", () => {
 });
 
 describe("the settling sweep", () => {
-  /** An app on a fake clock whose store refuses task writes while `tasks.broken`; no interval jobs. */
+  /**
+   * An app on a fake clock whose store refuses task writes while `tasks.broken`, and runs
+   * `tasks.afterStranded` once the sweep has read its tasks; no interval jobs.
+   */
   async function flakyTaskWrites(tools = options.tools) {
     const clock = { t: Date.parse("2026-11-29T12:00:00Z"), now: () => clock.t };
-    const tasks = { broken: false };
+    const tasks: { broken: boolean; afterStranded?: () => Promise<unknown> } = { broken: false };
     const inner = createMemoryStore();
-    const store = { ...inner, updateTask: (id: string, patch: Parameters<typeof inner.updateTask>[1]) => (tasks.broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(id, patch)) };
+    const store = {
+      ...inner,
+      updateTask: (id: string, patch: Parameters<typeof inner.updateTask>[1]) => (tasks.broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(id, patch)),
+      strandedTasks: async (before: string, limit: number) => {
+        const found = await inner.strandedTasks(before, limit);
+        await tasks.afterStranded?.();
+        return found;
+      },
+    };
     // The lease keeps real time: the fake clock's jumps must not cost a running run its thread.
     const lease = createMemoryLease({ now: () => Date.now() });
     /** Another replica on the same store and lease (closed by the caller). */
@@ -166,6 +177,28 @@ describe("the settling sweep", () => {
       expect(final.status.state).toBe("TASK_STATE_COMPLETED");
       expect(JSON.stringify(final.artifacts)).toContain("created");
       expect(JSON.stringify(final.status)).toContain("The run continued after the approval was decided");
+      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it("a task canceled after the sweep read it stays canceled: the sweep's late write is refused (the call is still sent once)", async () => {
+    const { a, clock, tasks } = await flakyTaskWrites();
+    try {
+      const { task, approval } = await waitingTask(a);
+      tasks.broken = true;
+      await (await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }))).text();
+      await waitFor(() => a.logs.some((l) => l.message === "settling after a resumed run failed"), 3_000);
+      tasks.broken = false;
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
+      tasks.afterStranded = async () => {
+        tasks.afterStranded = undefined;
+        expect(((await rpc(a, "CancelTask", { id: task.id })) as Json).status.state).toBe("TASK_STATE_CANCELED");
+      };
+      await sweepLater(a, clock);
+      expect(tasks.afterStranded).toBeUndefined();
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_CANCELED");
       expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
     } finally {
       await a.close();

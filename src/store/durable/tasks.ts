@@ -3,7 +3,7 @@
  * place of U+0000 (spec 2.5), as in PostgreSQL and the memory store.
  */
 import { hasNul, withoutNul } from "../../json.js";
-import type { ListTasksQuery, TaskRecord } from "../records/task.js";
+import { FINISHED, type ListTasksQuery, type TaskRecord } from "../records/task.js";
 import { parsed, type Sqlite, type SqlValue } from "./sql.js";
 
 type TaskPatch = Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>;
@@ -26,9 +26,11 @@ export function taskTables(db: Sqlite) {
     createTask: put,
     getTask,
 
-    updateTask(taskId: string, patch: TaskPatch): void {
+    updateTask(taskId: string, patch: TaskPatch): boolean {
       const t = getTask(taskId);
-      if (t) put({ ...t, ...patch });
+      if (!t || FINISHED.has(t.state)) return false;
+      put({ ...t, ...patch });
+      return true;
     },
 
     listTasks(q: ListTasksQuery): TaskRecord[] {

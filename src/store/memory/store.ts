@@ -1,5 +1,5 @@
 /** In-process Store: the default adapter and the reference the contract suite holds others to. */
-import type { ListTasksQuery, TaskRecord } from "../records/task.js";
+import { FINISHED, type ListTasksQuery, type TaskRecord } from "../records/task.js";
 import type { ApprovalRecord, ListApprovalsQuery } from "../records/approval.js";
 import { withDecision } from "../records/decision.js";
 import { pageOfMessages } from "../records/messages.js";
@@ -272,7 +272,9 @@ export function createMemoryStore(): Store {
     },
     async updateTask(taskId, patch) {
       const t = tasks.get(taskId);
-      if (t) tasks.set(taskId, { ...t, ...(hasNul(patch) ? withoutNul(patch) : patch) });
+      if (!t || FINISHED.has(t.state)) return false;
+      tasks.set(taskId, { ...t, ...(hasNul(patch) ? withoutNul(patch) : patch) });
+      return true;
     },
     async listTasks(q: ListTasksQuery) {
       return [...tasks.values()]

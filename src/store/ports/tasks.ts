@@ -4,7 +4,11 @@ import type { ListTasksQuery, TaskRecord } from "../records/task.js";
 export interface TaskStore {
   createTask(task: TaskRecord): Promise<void>;
   getTask(taskId: string): Promise<TaskRecord | null>;
-  updateTask(taskId: string, patch: Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>): Promise<void>;
+  /**
+   * Patches a task that is not finished; false, changing nothing, when it is finished (completed,
+   * failed, canceled: it stays as it finished, whoever writes after) or unknown.
+   */
+  updateTask(taskId: string, patch: Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>): Promise<boolean>;
   /** Most recently updated first. */
   listTasks(query: ListTasksQuery): Promise<TaskRecord[]>;
   /** The thread's tasks that take the outcome of the approval's run: input-required, or working with no run (queued on a decision). */

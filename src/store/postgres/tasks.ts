@@ -23,7 +23,9 @@ export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
         if (v === undefined) continue;
         values[k] = k === "status_parts" || k === "artifacts" ? json(v) : k === "approval_ids" ? sql.array([...(v as string[])]) : v;
       }
-      if (Object.keys(values).length > 0) await sql`UPDATE a2a_tasks SET ${sql(values)} WHERE task_id = ${id}`;
+      const open = sql`state NOT IN ('completed', 'failed', 'canceled')`;
+      if (Object.keys(values).length === 0) return (await sql`SELECT 1 FROM a2a_tasks WHERE task_id = ${id} AND ${open}`).length > 0;
+      return (await sql`UPDATE a2a_tasks SET ${sql(values)} WHERE task_id = ${id} AND ${open} RETURNING 1`).length > 0;
     }),
     listTasks: (q) => guard(async () => {
       const rows = await sql`

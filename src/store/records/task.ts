@@ -3,6 +3,9 @@ import type { JsonValue } from "../../json.js";
 
 export type TaskState = "working" | "input-required" | "completed" | "failed" | "canceled";
 
+/** The states a task ends in: a task in one is never changed again. */
+export const FINISHED: ReadonlySet<TaskState> = new Set(["completed", "failed", "canceled"]);
+
 /** Version-neutral parts; the wire layer writes them as 0.3 or 1.0. */
 export type TaskPart = { readonly kind: "text"; readonly text: string } | { readonly kind: "data"; readonly data: JsonValue; readonly mediaType?: string };
 
