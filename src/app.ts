@@ -273,7 +273,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     work.then(forget, forget);
     return work;
   };
-  const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId, track });
+  const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId, track, structured: responseSchema !== undefined });
   runs.onResumed((approval, outcome) => track(a2a.settle(approval, outcome)));
   const router = buildRouter({
     settings,

@@ -35,6 +35,8 @@ export interface A2ADeps {
   readonly instanceId: string;
   /** Keeps the writes that store a task's final state once its run ended, for a closing app to wait on. */
   readonly track?: <T>(work: Promise<T>) => Promise<T>;
+  /** Answers fit a response schema (stored as their JSON): a task read back from the store gets the data part too. */
+  readonly structured?: boolean;
 }
 
 export function createA2AService(deps: A2ADeps) {

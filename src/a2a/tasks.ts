@@ -20,6 +20,8 @@ export interface TaskBookDeps {
   readonly ids: Ids;
   /** Names this process on the tasks it runs (subscribe and cancel reach only its own runs). */
   readonly instanceId: string;
+  /** Answers fit a response schema: a stored answer is its JSON, read back as the data part too. */
+  readonly structured?: boolean;
 }
 
 /** Subject and agent own a task; the user calling directly also owns what their agents created. */
@@ -30,7 +32,7 @@ function owns(caller: Caller, t: TaskRecord, agentOnly: boolean): boolean {
   return !agentOnly || t.actor === null;
 }
 
-export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) {
+export function createTaskBook({ store, clock, ids, instanceId, structured = false }: TaskBookDeps) {
   const now = () => isoTime(clock.now());
 
   /**
@@ -69,7 +71,9 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
       const runs = await store.listRuns(run.thread_id);
       const [last] = runs.at(-1)?.run_id === run.run_id ? ((await store.getMessagePage(run.thread_id, { limit: 1 })) ?? []) : [];
       const text = last?.role === "assistant" ? last.content : "";
-      const fields = taskFields({ ended: run.status, text, structured: undefined, approvals: [], errorCode: undefined, runId: run.run_id }, `${task.task_id}-response`);
+      // A structured answer was stored as its JSON once it fitted the schema (a step limit's closing reply is words).
+      const answer = structured && run.status === "ok" && text !== "" ? storedJson(text) : undefined;
+      const fields = taskFields({ ended: run.status, text, structured: answer, approvals: [], errorCode: undefined, runId: run.run_id }, `${task.task_id}-response`);
       return text === "" ? { ...fields, artifacts: [], status_parts: [...where, { kind: "text", text: "Its answer is in the conversation." }] } : { ...fields, status_parts: where };
     }
     // Failed, timed out, cancelled or cut short: the codes its own stream would have ended with.
@@ -207,3 +211,12 @@ export function createTaskBook({ store, clock, ids, instanceId }: TaskBookDeps) 
 }
 
 export type TaskBook = ReturnType<typeof createTaskBook>;
+
+/** A stored structured answer's value, or undefined when the text is not JSON. */
+function storedJson(text: string): JsonValue | undefined {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    return undefined;
+  }
+}

@@ -135,7 +135,7 @@ describe("the settling sweep", () => {
    * An app on a fake clock whose store refuses task writes while `tasks.broken`, and runs
    * `tasks.afterStranded` once the sweep has read its tasks; no interval jobs.
    */
-  async function flakyTaskWrites(tools = options.tools) {
+  async function flakyTaskWrites(tools = options.tools, extra: { responseSchema?: Json } = {}) {
     const clock = { t: Date.parse("2026-11-29T12:00:00Z"), now: () => clock.t };
     const tasks: { broken: boolean; afterStranded?: () => Promise<unknown> } = { broken: false };
     const inner = createMemoryStore();
@@ -151,7 +151,7 @@ describe("the settling sweep", () => {
     // The lease keeps real time: the fake clock's jumps must not cost a running run its thread.
     const lease = createMemoryLease({ now: () => Date.now() });
     /** Another replica on the same store and lease (closed by the caller). */
-    const replica = () => makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, tools, clock, storage: async () => ({ store, lease }), intervalJobs: false });
+    const replica = () => makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, ...extra, tools, clock, storage: async () => ({ store, lease }), intervalJobs: false });
     return { a: await replica(), replica, inner, clock, tasks };
   }
   const job = (a: TestApp, name: string) => a.jobs.find((j) => j.name === name)!.run();
@@ -226,6 +226,25 @@ describe("the settling sweep", () => {
       expect(final.status.state).toBe("TASK_STATE_COMPLETED");
       expect(JSON.stringify(final.artifacts)).toContain("created");
       expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it("a structured answer read back by the sweep keeps its data part, as the run's own end would have written it", async () => {
+    const schema = { type: "object", properties: { answer: { type: "string" } }, required: ["answer"], additionalProperties: false };
+    const { a, inner, clock, tasks } = await flakyTaskWrites(options.tools, { responseSchema: schema });
+    try {
+      const task = (await rpc(a, "SendMessage", { ...message([{ text: '/sleep 300\n/json {"answer":"yes"}' }]), configuration: { returnImmediately: true } })).task as Json;
+      tasks.broken = true;
+      await waitFor(async () => (await inner.listRuns(task.contextId)).some((r) => r.status === "ok"), 5_000);
+      await new Promise((r) => setTimeout(r, 100));
+      tasks.broken = false;
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_WORKING");
+      await sweepLater(a, clock);
+      const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
+      expect(final.status.state).toBe("TASK_STATE_COMPLETED");
+      expect(final.artifacts[0].parts).toEqual([{ text: '{"answer":"yes"}' }, { data: { answer: "yes" }, mediaType: "application/json" }]);
     } finally {
       await a.close();
     }
