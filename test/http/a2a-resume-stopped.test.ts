@@ -152,7 +152,14 @@ describe("the settling sweep", () => {
     const lease = createMemoryLease({ now: () => Date.now() });
     /** Another replica on the same store and lease (closed by the caller). */
     const replica = () => makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, ...extra, tools, clock, storage: async () => ({ store, lease }), intervalJobs: false });
-    return { a: await replica(), replica, inner, clock, tasks };
+    /** Task writes fail until `until` holds (the run's end has come and gone), then work again. */
+    const loseTaskWritesUntil = async (until: () => Promise<boolean>, ms = 5_000) => {
+      tasks.broken = true;
+      await waitFor(until, ms);
+      await new Promise((r) => setTimeout(r, 100));
+      tasks.broken = false;
+    };
+    return { a: await replica(), replica, inner, clock, tasks, loseTaskWritesUntil };
   }
   const job = (a: TestApp, name: string) => a.jobs.find((j) => j.name === name)!.run();
   /** `passes` runs of the settling sweep, each once the clock has moved on 31 s. */
@@ -210,16 +217,13 @@ describe("the settling sweep", () => {
   });
 
   it("a task whose own run ended while the task's final write failed is settled by the sweep from that run's record", async () => {
-    const { a, inner, clock, tasks } = await flakyTaskWrites();
+    const { a, inner, clock, loseTaskWritesUntil } = await flakyTaskWrites();
     try {
       const { task, approval } = await waitingTask(a);
       // Decided on the task: the resumed run is the task's own.
       const decided = (await rpc(a, "SendMessage", { ...message([{ data: { approval_id: approval.approval_id, decision: "approve", digest: approval.digest } }], { taskId: task.id }), configuration: { returnImmediately: true } })).task as Json;
       expect(decided.status.state).toBe("TASK_STATE_WORKING");
-      tasks.broken = true;
-      await waitFor(async () => (await inner.listRuns(task.contextId)).every((r) => r.status !== "running"), 5_000);
-      await new Promise((r) => setTimeout(r, 100));
-      tasks.broken = false;
+      await loseTaskWritesUntil(async () => (await inner.listRuns(task.contextId)).every((r) => r.status !== "running"));
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_WORKING");
       await sweepLater(a, clock);
       const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
@@ -233,13 +237,10 @@ describe("the settling sweep", () => {
 
   it("a structured answer read back by the sweep keeps its data part, as the run's own end would have written it", async () => {
     const schema = { type: "object", properties: { answer: { type: "string" } }, required: ["answer"], additionalProperties: false };
-    const { a, inner, clock, tasks } = await flakyTaskWrites(options.tools, { responseSchema: schema });
+    const { a, inner, clock, loseTaskWritesUntil } = await flakyTaskWrites(options.tools, { responseSchema: schema });
     try {
       const task = (await rpc(a, "SendMessage", { ...message([{ text: '/sleep 300\n/json {"answer":"yes"}' }]), configuration: { returnImmediately: true } })).task as Json;
-      tasks.broken = true;
-      await waitFor(async () => (await inner.listRuns(task.contextId)).some((r) => r.status === "ok"), 5_000);
-      await new Promise((r) => setTimeout(r, 100));
-      tasks.broken = false;
+      await loseTaskWritesUntil(async () => (await inner.listRuns(task.contextId)).some((r) => r.status === "ok"));
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_WORKING");
       await sweepLater(a, clock);
       const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
@@ -298,13 +299,10 @@ describe("the settling sweep", () => {
   });
 
   it("a task whose own run paused while its write was lost, and whose approval was then decided in the web page, takes the outcome of the run that resumed it", async () => {
-    const { a, inner, clock, tasks } = await flakyTaskWrites();
+    const { a, inner, clock, loseTaskWritesUntil } = await flakyTaskWrites();
     try {
       const sent = (await rpc(a, "SendMessage", { ...message([{ text: `/sleep 300\n${GATED}` }]), configuration: { returnImmediately: true } })).task as Json;
-      tasks.broken = true;
-      await waitFor(async () => (await inner.listRuns(sent.contextId)).some((r) => r.status === "awaiting_approval"), 5_000);
-      await new Promise((r) => setTimeout(r, 100));
-      tasks.broken = false;
+      await loseTaskWritesUntil(async () => (await inner.listRuns(sent.contextId)).some((r) => r.status === "awaiting_approval"));
       const [approval] = await inner.listApprovals({ thread_id: sent.contextId, limit: 10, offset: 0 });
       await (await a.fetch(post(`/threads/${sent.contextId}/approvals/${approval!.approval_id}`, { decision: "approve", digest: approval!.digest }))).text();
       expect(await stateOf(a, sent.id)).toBe("TASK_STATE_WORKING");
