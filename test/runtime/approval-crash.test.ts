@@ -9,45 +9,15 @@
  * Needs the PostgreSQL at 127.0.0.1:5432 (user postgres, database test, trust auth), or
  * TEST_SQLDB_DSN, and a built dist/ (`npx tsup --silent`) for the child replica.
  */
-import type { ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
-import { get, KEY, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
+import { get, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
+import { crashReplicas, LEASE } from "../support/crash-replicas.js";
 import { createOrder, GATED, ordersPolicy } from "../support/orders.js";
-import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
-import { spawnReplica } from "../support/replica-process.js";
-import { created, recordingUpstream } from "../support/upstream.js";
+import { TEST_DSN as DSN } from "../support/postgres.js";
 
 const ROUNDS = 20;
-const LEASE = { renewMs: 200, ttlMs: 1_000 };
-
-const pg = scratchDatabase();
-const children = new Set<ChildProcess>();
-// A slow upstream (10-60 ms) widens the window in which a kill lands while the call is on the wire.
-const upstream = recordingUpstream(async (res) => {
-  await new Promise((r) => setTimeout(r, 10 + Math.random() * 50));
-  created(res);
-});
-const sentFor = (approvalId: string) => upstream.hits.filter((h) => h.headers["idempotency-key"] === approvalId).length;
-
-afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  await pg.cleanup();
-});
-
-const spawnChild = (schema: string) =>
-  spawnReplica(
-    {
-      SQLDB_DSN: DSN,
-      TEST_SQL_SCHEMA: schema,
-      TEST_LEASE_RENEW_MS: String(LEASE.renewMs),
-      TEST_LEASE_TTL_MS: String(LEASE.ttlMs),
-      TEST_API_KEY: KEY,
-      TEST_ORDERS_URL: upstream.base,
-      TEST_SWEEP_MS: "100",
-    },
-    children,
-  );
+const { pg, upstream, sentFor, spawn: spawnChild } = crashReplicas();
 
 const over = (base: string, request: Request) => fetch(new URL(new URL(request.url).pathname, base), request);
 
