@@ -194,6 +194,26 @@ describe("the settling sweep", () => {
     }
   });
 
+  it("a waiting task whose settle write met a row lock another connection held (cancelled by the lock timeout) is settled by the sweep once the lock is gone", async () => {
+    const schema = pg.fresh();
+    const clock = { ahead: 0, now: () => Date.now() + clock.ahead };
+    const env = { CHECKPOINTER: "sql", SQLDB_DSN: DSN, ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" };
+    const a = await pg.track(makeApp(env, { ...options, sqlSchema: schema, clock, intervalJobs: false }));
+    const { task, approval } = await waitingTask(a);
+    await pg.holding(schema, "SELECT 1 FROM a2a_tasks WHERE task_id = $1 FOR UPDATE", [task.id], async () => {
+      const decided = await (await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }))).text();
+      expect(decided).toContain("event: message.end");
+      await waitFor(() => a.logs.some((l) => l.message === "settling after a resumed run failed"), 5_000);
+    });
+    expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
+    clock.ahead = 31_000;
+    await job(a, "settling A2A tasks");
+    const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
+    expect(final.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(JSON.stringify(final.artifacts)).toContain("created");
+    expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+  }, 20_000);
+
   it("a task canceled after the sweep read it stays canceled: the sweep's late write is refused (the call is still sent once)", async () => {
     const { a, clock, tasks } = await flakyTaskWrites();
     try {

@@ -16,7 +16,7 @@ import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
 import { created, recordingUpstream } from "../support/upstream.js";
 
 const pg = scratchDatabase();
-const { fresh, handle, admin } = pg;
+const { fresh, handle, admin, holding } = pg;
 const upstream = recordingUpstream();
 /** Answers after a second: long enough to take a lock while the call is in flight. */
 const slowUpstream = recordingUpstream(async (res) => {
@@ -54,19 +54,6 @@ async function expectSentOnce(a: TestApp, thread: string, id: string): Promise<v
   await waitFor(async () => (await approvalVia(a, thread, id)).outcome === "sent", 8_000);
   await new Promise((r) => setTimeout(r, 100));
   expect(sentFor(id), `upstream requests for approval ${id}`).toBe(1);
-}
-
-/** Runs `during` while a second connection holds `lock` (a statement in its open transaction), then rolls it back. */
-async function holding<T>(schema: string, lock: string, params: readonly string[], during: () => Promise<T>): Promise<T> {
-  const other = await admin(schema).reserve();
-  try {
-    await other`BEGIN`;
-    await other.unsafe(lock, params as string[]);
-    return await during();
-  } finally {
-    await other`ROLLBACK`;
-    other.release();
-  }
 }
 
 const ROW_LOCK = "SELECT 1 FROM approvals WHERE approval_id = $1 FOR UPDATE";

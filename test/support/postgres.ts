@@ -35,6 +35,12 @@ export function scratchDatabase(dsn = TEST_DSN) {
   const handles: PostgresAdapters[] = [];
   const admins: postgres.Sql[] = [];
   const closers: (() => Promise<void>)[] = [];
+  /** A plain client whose search_path is the schema, for checks the ports do not offer. */
+  const admin = (schema: string): postgres.Sql => {
+    const sql = postgres(dsn, { max: 2, onnotice: () => {}, connection: { search_path: schema } });
+    admins.push(sql);
+    return sql;
+  };
 
   return {
     /** A new schema name, dropped at cleanup. */
@@ -58,11 +64,19 @@ export function scratchDatabase(dsn = TEST_DSN) {
       return h;
     },
 
-    /** A plain client whose search_path is the schema, for checks the ports do not offer. */
-    admin(schema: string): postgres.Sql {
-      const sql = postgres(dsn, { max: 2, onnotice: () => {}, connection: { search_path: schema } });
-      admins.push(sql);
-      return sql;
+    admin,
+
+    /** Runs `during` while a second connection holds `lock` (a statement in its open transaction), then rolls it back. */
+    async holding<T>(schema: string, lock: string, params: readonly string[], during: () => Promise<T>): Promise<T> {
+      const other = await admin(schema).reserve();
+      try {
+        await other`BEGIN`;
+        await other.unsafe(lock, params as string[]);
+        return await during();
+      } finally {
+        await other`ROLLBACK`;
+        other.release();
+      }
     },
 
     /** Something else to close at cleanup, after the apps, handles and clients. */
