@@ -38,11 +38,12 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
   /**
    * The task patched, with a fresh `updated_at`. A task that finished meanwhile (canceled on
    * another replica, settled by another run's end or the sweep) stays as it finished: the store
-   * refuses the patch, and the task as stored is returned instead.
+   * refuses the patch, and the task as stored is returned instead. `ifUnchanged`: refused as well
+   * when the task was updated since `task` was read (the sweep writes from what it read).
    */
-  const update = async (task: TaskRecord, patch: Partial<TaskRecord>): Promise<TaskRecord> => {
+  const update = async (task: TaskRecord, patch: Partial<TaskRecord>, ifUnchanged = false): Promise<TaskRecord> => {
     const next = { ...task, ...patch, updated_at: now() };
-    if (await store.updateTask(task.task_id, { ...patch, updated_at: next.updated_at })) return next;
+    if (await store.updateTask(task.task_id, { ...patch, updated_at: next.updated_at }, ifUnchanged ? task.updated_at : undefined)) return next;
     return (await store.getTask(task.task_id)) ?? next;
   };
 
@@ -90,7 +91,7 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
    * settling sweep reads that run back if it ended already). Undefined when the task's run is its
    * outcome (it carried the decisions out itself, paused with approvals pending, or resumed nothing).
    */
-  async function waitAgain(task: TaskRecord, runId: string): Promise<TaskRecord | undefined> {
+  async function waitAgain(task: TaskRecord, runId: string, ifUnchanged = false): Promise<TaskRecord | undefined> {
     const run = await store.getRun(runId);
     const own = run?.status === "awaiting_approval";
     const paused = own ? run : run?.resumed_from ? await store.getRun(run.resumed_from) : null;
@@ -98,12 +99,14 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
     const approvals = await store.listApprovals({ run_id: paused.run_id, limit: 100, offset: 0 });
     if (own && approvals.some((a) => a.status === "pending")) return undefined;
     const text = "The decision is recorded; the run that carries it out settles this task once it ends.";
-    return update(task, { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] });
+    return update(task, { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] }, ifUnchanged);
   }
 
   /**
    * A stranded task (settleStranded) settled now, or false while what it waits for goes on or
-   * ended only since `before` (that run's own end may still be writing the task).
+   * ended only since `before` (that run's own end may still be writing the task). Written only if
+   * nothing updated the task since the sweep read it; one that changed meanwhile is left to the
+   * next pass.
    */
   async function settleOne(t: TaskRecord, before: string): Promise<boolean> {
     // Parsed: adapters write the same instant as "...Z" or "...+00:00".
@@ -114,9 +117,9 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
       // decisions out: it waits on them now, and the next pass reads that run back.
       const own = await store.getRun(t.run_id);
       if (!own || own.status === "running" || !endedBefore(own)) return false;
-      if (await waitAgain(t, own.run_id)) return true;
+      if (await waitAgain(t, own.run_id, true)) return true;
       const fields = await endedRunFields(own, t, undefined);
-      if (fields) await update(t, fields);
+      if (fields) await update(t, fields, true);
       return fields !== undefined;
     }
     let decided: ApprovalRecord | null = null;
@@ -124,7 +127,7 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
     const carrier = decided ? await lastResumeOf(decided.run_id) : null;
     if (!carrier || !decided || (carrier.status !== "running" && !endedBefore(carrier))) return false;
     const fields = await endedRunFields(carrier, t, decided);
-    if (fields) await update(t, fields);
+    if (fields) await update(t, fields, true);
     return fields !== undefined;
   }
 

@@ -1065,7 +1065,7 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         expect(await store.updateTask(`${tag}-task-missing`, { updated_at: at(7) })).toBe(false);
       });
 
-      it("a finished task (completed, failed, canceled) is never changed again: updateTask answers false and writes nothing", async () => {
+      it("a finished task (completed, failed, canceled) is never changed again, nor one updated since the instant given: updateTask answers false and writes nothing", async () => {
         const row = thread("tf");
         await store.createThread(row);
         for (const [i, state] of (["completed", "failed", "canceled"] as const).entries()) {
@@ -1076,9 +1076,14 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
           expect(await store.updateTask(finished.task_id, {})).toBe(false);
           expect(await store.getTask(finished.task_id)).toEqual(finished);
         }
-        const open = task("f3", row.thread_id, { state: "input-required" });
+        const open = task("f3", row.thread_id, { state: "input-required", updated_at: at(4) });
         await store.createTask(open);
         expect(await store.updateTask(open.task_id, {})).toBe(true);
+        // Given the instant it was read at: refused once it was updated since.
+        expect(await store.updateTask(open.task_id, { status_parts: [{ kind: "text", text: "late" }], updated_at: at(9) }, at(3))).toBe(false);
+        expect((await store.getTask(open.task_id))!.status_parts).toEqual(open.status_parts);
+        expect(await store.updateTask(open.task_id, { status_parts: [{ kind: "text", text: "read at 4" }], updated_at: at(5) }, at(4))).toBe(true);
+        expect(await store.updateTask(open.task_id, { updated_at: at(9) }, at(4))).toBe(false);
         expect(await store.updateTask(open.task_id, { state: "canceled", updated_at: at(9) })).toBe(true);
         expect((await store.getTask(open.task_id))!.state).toBe("canceled");
       });

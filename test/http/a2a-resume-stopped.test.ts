@@ -141,7 +141,7 @@ describe("the settling sweep", () => {
     const inner = createMemoryStore();
     const store = {
       ...inner,
-      updateTask: (id: string, patch: Parameters<typeof inner.updateTask>[1]) => (tasks.broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(id, patch)),
+      updateTask: (...args: Parameters<typeof inner.updateTask>) => (tasks.broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(...args)),
       strandedTasks: async (before: string, limit: number) => {
         const found = await inner.strandedTasks(before, limit);
         await tasks.afterStranded?.();
@@ -159,7 +159,16 @@ describe("the settling sweep", () => {
       await new Promise((r) => setTimeout(r, 100));
       tasks.broken = false;
     };
-    return { a: await replica(), replica, inner, clock, tasks, loseTaskWritesUntil };
+    const a = await replica();
+    /** Approved in the web page while task writes fail: the run's end cannot settle the task. Its SSE text. */
+    const decideWhileTaskWritesFail = async (task: Json, approval: Json): Promise<string> => {
+      tasks.broken = true;
+      const decided = await (await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }))).text();
+      await waitFor(() => a.logs.some((l) => l.message === "settling after a resumed run failed"), 3_000);
+      tasks.broken = false;
+      return decided;
+    };
+    return { a, replica, inner, clock, tasks, loseTaskWritesUntil, decideWhileTaskWritesFail };
   }
   const job = (a: TestApp, name: string) => a.jobs.find((j) => j.name === name)!.run();
   /** `passes` runs of the settling sweep, each once the clock has moved on 31 s. */
@@ -171,14 +180,10 @@ describe("the settling sweep", () => {
   }
 
   it("a waiting task whose run's end could not write its outcome (the store failed once) is settled by the sweep once it has been still 30 s", async () => {
-    const { a, inner, clock, tasks } = await flakyTaskWrites();
+    const { a, clock, decideWhileTaskWritesFail } = await flakyTaskWrites();
     try {
       const { task, approval } = await waitingTask(a);
-      tasks.broken = true;
-      const decided = await (await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }))).text();
-      expect(decided).toContain("event: message.end");
-      await waitFor(() => a.logs.some((l) => l.message === "settling after a resumed run failed"), 3_000);
-      tasks.broken = false;
+      expect(await decideWhileTaskWritesFail(task, approval)).toContain("event: message.end");
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
       await job(a, "settling A2A tasks");
       // Too soon: a run's own settle may still be on its way.
@@ -188,6 +193,28 @@ describe("the settling sweep", () => {
       expect(final.status.state).toBe("TASK_STATE_COMPLETED");
       expect(JSON.stringify(final.artifacts)).toContain("created");
       expect(JSON.stringify(final.status)).toContain("The run continued after the approval was decided");
+      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it("a task another writer updated after the sweep read it is not written from the stale read; the next pass settles it", async () => {
+    const { a, inner, clock, tasks, decideWhileTaskWritesFail } = await flakyTaskWrites();
+    try {
+      const { task, approval } = await waitingTask(a);
+      await decideWhileTaskWritesFail(task, approval);
+      const touched = [{ kind: "text" as const, text: "written by another writer meanwhile" }];
+      tasks.afterStranded = async () => {
+        tasks.afterStranded = undefined;
+        expect(await inner.updateTask(task.id, { status_parts: touched, updated_at: new Date(clock.t).toISOString() })).toBe(true);
+      };
+      await sweepLater(a, clock);
+      const after = (await inner.getTask(task.id))!;
+      expect(after.state).toBe("input-required");
+      expect(after.status_parts).toEqual(touched);
+      await sweepLater(a, clock);
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_COMPLETED");
       expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
     } finally {
       await a.close();
@@ -215,13 +242,10 @@ describe("the settling sweep", () => {
   }, 20_000);
 
   it("a task canceled after the sweep read it stays canceled: the sweep's late write is refused (the call is still sent once)", async () => {
-    const { a, clock, tasks } = await flakyTaskWrites();
+    const { a, clock, tasks, decideWhileTaskWritesFail } = await flakyTaskWrites();
     try {
       const { task, approval } = await waitingTask(a);
-      tasks.broken = true;
-      await (await a.fetch(post(`/threads/${task.contextId}/approvals/${approval.approval_id}`, { decision: "approve", digest: approval.digest }))).text();
-      await waitFor(() => a.logs.some((l) => l.message === "settling after a resumed run failed"), 3_000);
-      tasks.broken = false;
+      await decideWhileTaskWritesFail(task, approval);
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_INPUT_REQUIRED");
       tasks.afterStranded = async () => {
         tasks.afterStranded = undefined;

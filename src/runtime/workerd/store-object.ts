@@ -63,7 +63,7 @@ export class AgentStoreObject extends DurableObject implements Sync<StoreObjectA
 
   createTask(t: TaskRecord) { this.#tables.createTask(t); }
   getTask(id: string) { return this.#tables.getTask(id); }
-  updateTask(id: string, patch: Parameters<SqliteTables["updateTask"]>[1]) { return this.#tables.updateTask(id, patch); }
+  updateTask(id: string, patch: Parameters<SqliteTables["updateTask"]>[1], ifUpdatedAt?: string) { return this.#tables.updateTask(id, patch, ifUpdatedAt); }
   listTasks(q: ListTasksQuery) { return this.#tables.listTasks(q); }
   tasksWaitingOn(threadId: string, approvalId: string) { return this.#tables.tasksWaitingOn(threadId, approvalId); }
   strandedTasks(before: string, limit: number) { return this.#tables.strandedTasks(before, limit); }

@@ -99,7 +99,7 @@ export function createDurableStore(objects: DurableObjects, clock: Clock): Store
 
     createTask: (t) => s().createTask(t),
     getTask: (id) => s().getTask(id),
-    updateTask: (id, patch) => s().updateTask(id, patch),
+    updateTask: (id, patch, ifUpdatedAt) => s().updateTask(id, patch, ifUpdatedAt),
     listTasks: (q) => s().listTasks(q),
     tasksWaitingOn: (threadId, approvalId) => s().tasksWaitingOn(threadId, approvalId),
     strandedTasks: (before, limit) => s().strandedTasks(before, limit),

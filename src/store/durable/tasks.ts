@@ -26,9 +26,9 @@ export function taskTables(db: Sqlite) {
     createTask: put,
     getTask,
 
-    updateTask(taskId: string, patch: TaskPatch): boolean {
+    updateTask(taskId: string, patch: TaskPatch, ifUpdatedAt?: string): boolean {
       const t = getTask(taskId);
-      if (!t || FINISHED.has(t.state)) return false;
+      if (!t || FINISHED.has(t.state) || (ifUpdatedAt !== undefined && Date.parse(t.updated_at) !== Date.parse(ifUpdatedAt))) return false;
       put({ ...t, ...patch });
       return true;
     },

@@ -270,9 +270,9 @@ export function createMemoryStore(): Store {
     async getTask(taskId) {
       return tasks.get(taskId) ?? null;
     },
-    async updateTask(taskId, patch) {
+    async updateTask(taskId, patch, ifUpdatedAt) {
       const t = tasks.get(taskId);
-      if (!t || FINISHED.has(t.state)) return false;
+      if (!t || FINISHED.has(t.state) || (ifUpdatedAt !== undefined && Date.parse(t.updated_at) !== Date.parse(ifUpdatedAt))) return false;
       tasks.set(taskId, { ...t, ...(hasNul(patch) ? withoutNul(patch) : patch) });
       return true;
     },

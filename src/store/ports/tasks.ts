@@ -6,9 +6,10 @@ export interface TaskStore {
   getTask(taskId: string): Promise<TaskRecord | null>;
   /**
    * Patches a task that is not finished; false, changing nothing, when it is finished (completed,
-   * failed, canceled: it stays as it finished, whoever writes after) or unknown.
+   * failed, canceled: it stays as it finished, whoever writes after) or unknown, or, given
+   * `ifUpdatedAt`, when it was updated since (its `updated_at` is another instant).
    */
-  updateTask(taskId: string, patch: Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>): Promise<boolean>;
+  updateTask(taskId: string, patch: Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>, ifUpdatedAt?: string): Promise<boolean>;
   /** Most recently updated first. */
   listTasks(query: ListTasksQuery): Promise<TaskRecord[]>;
   /** The thread's tasks that take the outcome of the approval's run: input-required, or working with no run (queued on a decision). */

@@ -17,13 +17,13 @@ export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
       const [r] = await sql`SELECT * FROM a2a_tasks WHERE task_id = ${id}`;
       return r ? taskOf(r) : null;
     }),
-    updateTask: (id, patch) => guard(async () => {
+    updateTask: (id, patch, ifUpdatedAt) => guard(async () => {
       const values: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(patch)) {
         if (v === undefined) continue;
         values[k] = k === "status_parts" || k === "artifacts" ? json(v) : k === "approval_ids" ? sql.array([...(v as string[])]) : v;
       }
-      const open = sql`state NOT IN ('completed', 'failed', 'canceled')`;
+      const open = sql`state NOT IN ('completed', 'failed', 'canceled') AND (${ifUpdatedAt ?? null}::timestamptz IS NULL OR updated_at = ${ifUpdatedAt ?? null}::timestamptz)`;
       if (Object.keys(values).length === 0) return (await sql`SELECT 1 FROM a2a_tasks WHERE task_id = ${id} AND ${open}`).length > 0;
       return (await sql`UPDATE a2a_tasks SET ${sql(values)} WHERE task_id = ${id} AND ${open} RETURNING 1`).length > 0;
     }),
