@@ -9,10 +9,13 @@ import type { Caller } from "../auth/caller.js";
 import { type Clock, isoTime } from "../clock.js";
 import type { Ids } from "../ids.js";
 import type { JsonValue } from "../json.js";
-import type { RunRecord, Store } from "../store/ports.js";
+import type { RunRecord, Store, TaskCursor } from "../store/ports.js";
 import { ERR, RpcError } from "./jsonrpc.js";
 import { awaitingStored, taskFields } from "./task-fields.js";
 import type { ListTasksQuery, TaskPart, TaskRecord } from "./types.js";
+
+/** Pages of stranded tasks one pass of the settling sweep reads at most. */
+const STRANDED_PAGES = 10;
 
 export interface TaskBookDeps {
   readonly store: Store;
@@ -145,7 +148,15 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
      */
     async settleStranded(before: string, limit: number): Promise<number> {
       let settledCount = 0;
-      for (const t of await store.strandedTasks(before, limit)) if (await settleOne(t, before)) settledCount++;
+      let after: TaskCursor | undefined;
+      // Page on past tasks still left waiting (their run goes on), at most STRANDED_PAGES pages a pass.
+      for (let page = 0; page < STRANDED_PAGES; page++) {
+        const found = await store.strandedTasks(before, limit, after);
+        for (const t of found) if (await settleOne(t, before)) settledCount++;
+        const last = found.at(-1);
+        if (!last || found.length < limit) break;
+        after = { updated_at: last.updated_at, task_id: last.task_id };
+      }
       return settledCount;
     },
 

@@ -13,7 +13,7 @@ import type { ThreadStore } from "./ports/threads.js";
 export type { ApprovalStore } from "./ports/approvals.js";
 export type { LeaseClaim, LeaseHandle, ThreadLease } from "./ports/lease.js";
 export type { Claimed, RunEnd, RunRecord, RunStart, RunStatus, RunStore } from "./ports/runs.js";
-export type { TaskStore } from "./ports/tasks.js";
+export type { TaskCursor, TaskStore } from "./ports/tasks.js";
 export type { ListThreadsQuery, Message, MessagePage, ThreadRow, ThreadStore, ToolCall } from "./ports/threads.js";
 
 /** Every table's port in one adapter (one database, one connection pool). */

@@ -9,7 +9,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isoTime } from "../../src/clock.js";
 import type { ApprovalRecord } from "../../src/store/records/approval.js";
 import type { TaskRecord } from "../../src/store/records/task.js";
-import type { LeaseClaim, Message, RunEnd, RunRecord, Store, ThreadLease, ThreadRow } from "../../src/store/ports.js";
+import { runRecord } from "../support/records.js";
+import type { LeaseClaim, Message, RunEnd, RunRecord, Store, TaskCursor, ThreadLease, ThreadRow } from "../../src/store/ports.js";
 
 export interface StoreFixture {
   store: Store;
@@ -63,24 +64,7 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
       ...fields,
     });
 
-    const run = (runSuffix: string, threadId: string, fields: Partial<RunRecord> = {}): RunRecord => ({
-      run_id: `${tag}-run-${runSuffix}`,
-      thread_id: threadId,
-      status: "running",
-      error_type: null,
-      error_id: null,
-      principal_hash: "0123456789abcdef0123456789abcdef",
-      actor: null,
-      metadata: {},
-      usage: { input_tokens: 0, output_tokens: 0 },
-      created_at: at(1),
-      updated_at: at(1),
-      ended_at: null,
-      latency_ms: null,
-      resumed_from: null,
-      resumed_by: null,
-      ...fields,
-    });
+    const run = (runSuffix: string, threadId: string, fields: Partial<RunRecord> = {}): RunRecord => runRecord(`${tag}-run-${runSuffix}`, threadId, at(1), fields);
 
     const approval = (suffix: string, threadId: string, fields: Partial<ApprovalRecord> = {}, toolCallId = "call_1"): ApprovalRecord => ({
       approval_id: `${tag}-ap-${suffix}`,
@@ -1172,6 +1156,16 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         // s2 waits on a pending approval, s4 and s8 on runs that go on, s5 is done, s6 too recent, s7 lists nothing.
         expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s3.task_id, s1.task_id, s9.task_id]);
         expect((await store.strandedTasks(at(1_050), 1)).length).toBe(1);
+        // In pages, each after the last task of the one before (from this case's first instant).
+        const pages: string[][] = [];
+        let after: TaskCursor = { updated_at: at(1_000), task_id: "" };
+        for (;;) {
+          const page = await store.strandedTasks(at(1_050), 1, after);
+          if (page.length === 0) break;
+          pages.push(ours(page));
+          after = page[0]!;
+        }
+        expect(pages).toEqual([[s3.task_id], [s1.task_id], [s9.task_id]]);
         await store.decideApproval(p.approval_id, decided("approved"));
         expect(ours(await store.strandedTasks(at(1_050), 100))).toEqual([s2.task_id, s3.task_id, s1.task_id, s9.task_id]);
         await store.updateTask(s1.task_id, { state: "completed", updated_at: at(1_004) });

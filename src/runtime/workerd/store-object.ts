@@ -8,7 +8,7 @@
 import { DurableObject, type DurableObjectState } from "cloudflare:workers";
 import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../../store/records/approval.js";
 import type { ListTasksQuery, TaskRecord } from "../../store/records/task.js";
-import type { ListThreadsQuery, Message, MessagePage, RunEnd, RunRecord, RunStart, ThreadRow } from "../../store/ports.js";
+import type { ListThreadsQuery, Message, MessagePage, RunEnd, RunRecord, RunStart, TaskCursor, ThreadRow } from "../../store/ports.js";
 import { type FencedWrite, sqliteTables, type SqliteTables } from "../../store/durable/tables.js";
 import type { StoreObjectApi } from "../../store/durable/objects.js";
 
@@ -66,6 +66,6 @@ export class AgentStoreObject extends DurableObject implements Sync<StoreObjectA
   updateTask(id: string, patch: Parameters<SqliteTables["updateTask"]>[1], ifUpdatedAt?: string) { return this.#tables.updateTask(id, patch, ifUpdatedAt); }
   listTasks(q: ListTasksQuery) { return this.#tables.listTasks(q); }
   tasksWaitingOn(threadId: string, approvalId: string) { return this.#tables.tasksWaitingOn(threadId, approvalId); }
-  strandedTasks(before: string, limit: number) { return this.#tables.strandedTasks(before, limit); }
+  strandedTasks(before: string, limit: number, after?: TaskCursor) { return this.#tables.strandedTasks(before, limit, after); }
   dropTasksBefore(before: string) { return this.#tables.dropTasksBefore(before); }
 }

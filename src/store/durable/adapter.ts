@@ -102,7 +102,7 @@ export function createDurableStore(objects: DurableObjects, clock: Clock): Store
     updateTask: (id, patch, ifUpdatedAt) => s().updateTask(id, patch, ifUpdatedAt),
     listTasks: (q) => s().listTasks(q),
     tasksWaitingOn: (threadId, approvalId) => s().tasksWaitingOn(threadId, approvalId),
-    strandedTasks: (before, limit) => s().strandedTasks(before, limit),
+    strandedTasks: (before, limit, after) => s().strandedTasks(before, limit, after),
     dropTasksBefore: (before) => s().dropTasksBefore(before),
 
     ping: () => s().ping(),

@@ -3,6 +3,7 @@
  * place of U+0000 (spec 2.5), as in PostgreSQL and the memory store.
  */
 import { hasNul, withoutNul } from "../../json.js";
+import type { TaskCursor } from "../ports/tasks.js";
 import { FINISHED, type ListTasksQuery, type TaskRecord } from "../records/task.js";
 import { parsed, type Sqlite, type SqlValue } from "./sql.js";
 
@@ -48,13 +49,13 @@ export function taskTables(db: Sqlite) {
       );
     },
 
-    strandedTasks(before: string, limit: number): TaskRecord[] {
+    strandedTasks(before: string, limit: number, after?: TaskCursor): TaskRecord[] {
       return select(
-        "updated_at < ? AND (((state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND json_array_length(approval_ids) > 0 " +
+        "updated_at < ? AND (? IS NULL OR updated_at > ? OR (updated_at = ? AND task_id > ?)) AND (((state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND json_array_length(approval_ids) > 0 " +
           "AND NOT EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j JOIN approvals a ON a.approval_id = j.value WHERE a.status = 'pending')) " +
           "OR (state = 'working' AND EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.run_id AND r.status <> 'running'))) " +
           "ORDER BY updated_at, task_id LIMIT ?",
-        before, limit,
+        before, after?.updated_at ?? null, after?.updated_at ?? null, after?.updated_at ?? null, after?.task_id ?? null, limit,
       );
     },
 

@@ -285,13 +285,13 @@ export function createMemoryStore(): Store {
     async tasksWaitingOn(threadId, approvalId) {
       return [...tasks.values()].filter((t) => t.context_id === threadId && waitsForDecision(t) && t.approval_ids.includes(approvalId));
     },
-    async strandedTasks(before, limit) {
+    async strandedTasks(before, limit, after) {
       const pending = (id: string) => approvals.get(id)?.status === "pending";
       const runEnded = (id: string | null) => id !== null && runs.has(id) && runs.get(id)!.status !== "running";
       const overdue = (t: TaskRecord) =>
         (waitsForDecision(t) && t.approval_ids.length > 0 && !t.approval_ids.some(pending)) || (t.state === "working" && runEnded(t.run_id));
       return [...tasks.values()]
-        .filter((t) => t.updated_at < before && overdue(t))
+        .filter((t) => t.updated_at < before && overdue(t) && (!after || t.updated_at > after.updated_at || (t.updated_at === after.updated_at && t.task_id > after.task_id)))
         .sort((a, b) => (a.updated_at === b.updated_at ? (a.task_id < b.task_id ? -1 : 1) : a.updated_at < b.updated_at ? -1 : 1))
         .slice(0, limit);
     },

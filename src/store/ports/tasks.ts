@@ -1,6 +1,9 @@
 /** The A2A tasks table (records in ../records/task.ts). */
 import type { ListTasksQuery, TaskRecord } from "../records/task.js";
 
+/** A place in a list of tasks ordered by `updated_at`, then `task_id`. */
+export type TaskCursor = Pick<TaskRecord, "updated_at" | "task_id">;
+
 export interface TaskStore {
   createTask(task: TaskRecord): Promise<void>;
   getTask(taskId: string): Promise<TaskRecord | null>;
@@ -18,9 +21,10 @@ export interface TaskStore {
    * Tasks whose settling is overdue, not updated since `before` (ISO), oldest first, at most
    * `limit`: those that wait for a decision (as tasksWaitingOn counts them) although none of the
    * approvals they list is pending any more, and working ones whose own run has ended. A run's
-   * end should have settled them; the settling sweep looks again.
+   * end should have settled them; the settling sweep looks again. `after`: the next page, those
+   * after this one in that order (the last task of the page before).
    */
-  strandedTasks(before: string, limit: number): Promise<TaskRecord[]>;
+  strandedTasks(before: string, limit: number, after?: TaskCursor): Promise<TaskRecord[]>;
   /** Drops tasks not updated since `before` (ISO); returns how many. */
   dropTasksBefore(before: string): Promise<number>;
 }
