@@ -95,11 +95,9 @@ export function createHandler({ tasks, live, start }: { tasks: TaskBook; live: L
       const t = await tasks.load(ctx.caller, params.id);
       if (FINISHED.has(t.state)) throw new RpcError(ERR.taskNotCancelable, "Task cannot be canceled");
       const entry = live.get(t.task_id);
-      // A working task this process does not run is another replica's to stop, unless it is
-      // queued on decisions (no run, approvals listed): no run of its own is stopped then, and a
-      // replica still starting the decision's run carries it out and finds the task canceled.
-      const queued = t.run_id === null && t.approval_ids.length > 0;
-      if (t.state === "working" && !entry && !queued) throw new RpcError(ERR.taskNotCancelable, "The task runs on another replica");
+      // A working task this process does not run may be starting its decision's run on another
+      // replica (waiting for the thread): only that replica can stop it (see README).
+      if (t.state === "working" && !entry) throw new RpcError(ERR.taskNotCancelable, "The task runs on another replica");
       if (entry) {
         entry.canceled = true;
         entry.run?.cancel();

@@ -451,18 +451,6 @@ describe("approvals over A2A (spec 4.5)", () => {
     expect(hits).toHaveLength(1);
   });
 
-  it("a task queued on a decision (working, no run anywhere) can be canceled; the decision stays recorded and is carried out once, and the task stays canceled", async () => {
-    const { a, t, release } = await queuedDecision();
-    const canceled = await rpc(a, "CancelTask", { id: t.id });
-    expect(canceled.error).toBeUndefined();
-    expect(canceled.result.status.state).toBe("TASK_STATE_CANCELED");
-    await release();
-    await waitFor(() => hits.length === 1, 5_000);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(hits).toHaveLength(1);
-    expect((await getTask(a, t.id)).result.status.state).toBe("TASK_STATE_CANCELED");
-  });
-
   /**
    * A run waits on two create_order calls; the requester approves the first (`item`) in the web
    * page and, at the same moment, the second (a pen) over A2A on the task. The run the web page
