@@ -125,6 +125,9 @@ export function createDecisions({ store, runs, tasks, runInTask }: { store: Stor
     const refusal = refusalToDecide(ctx.caller, approval, thread);
     if (refusal) return refuse(task, refusal, refusal === "approval_direct_only" ? "The person decides this approval directly, not through an agent." : "Only the requester decides over A2A.");
     if (approval.requester !== ctx.caller.hash) return refuse(task, "not_an_approver", "Only the requester decides over A2A.");
+    // Read again right before recording: a task canceled since (CancelTask on any replica) takes no
+    // decision, rather than carrying one out under a task that reads canceled.
+    if (msg.taskId && FINISHED.has((await store.getTask(task.task_id))?.state ?? task.state)) throw new RpcError(ERR.unsupportedOperation, "The task is in a terminal state");
     let decided: ApprovalRecord;
     try {
       decided = await runs.recordDecision(ctx.caller, thread, approvalId, { decision, ...(comment !== undefined ? { comment } : {}), ...(digest !== undefined ? { digest } : {}) });

@@ -126,6 +126,35 @@ describe("canceling a task whose decision is on its way", () => {
   }, 30_000);
 });
 
+describe("a decision and a cancel on the same task at once", () => {
+  it("a decision on a task canceled while the decision was being checked is refused (-32004): nothing is recorded or sent", async () => {
+    const inner = createMemoryStore();
+    let meanwhile: (() => Promise<unknown>) | undefined;
+    // The decision reads the approval's thread after the task; the cancel lands right then.
+    const store = { ...inner, getThread: async (id: string) => {
+      const run = meanwhile;
+      meanwhile = undefined;
+      await run?.();
+      return inner.getThread(id);
+    } };
+    const a = await makeApp({ ORDERS_URL: upstream.base, LOG_LEVEL: "WARNING" }, { ...options, storage: async (_s, { clock }) => ({ store, lease: createMemoryLease(clock) }) });
+    try {
+      const { task, approval } = await waitingTask(a);
+      meanwhile = () => rpc(a, "CancelTask", { id: task.id });
+      const body = JSON.stringify({ jsonrpc: "2.0", id: "d", method: "SendMessage", params: message([{ data: { approval_id: approval.approval_id, decision: "approve", digest: approval.digest } }], { taskId: task.id }) });
+      const res = await a.fetch(new Request("http://test/a2a/app", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "A2A-Version": "1.0" }, body }));
+      expect(((await res.json()) as Json).error).toMatchObject({ code: -32004 });
+      expect(meanwhile).toBeUndefined();
+      expect((await inner.getApproval(approval.approval_id))!.status).toBe("pending");
+      expect(await stateOf(a, task.id)).toBe("TASK_STATE_CANCELED");
+      await new Promise((r) => setTimeout(r, 300));
+      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(0);
+    } finally {
+      await a.close();
+    }
+  });
+});
+
 describe("the settling sweep", () => {
   /**
    * An app on a fake clock whose store refuses task writes while `tasks.broken`, and runs
