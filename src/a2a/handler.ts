@@ -96,9 +96,8 @@ export function createHandler({ tasks, live, start }: { tasks: TaskBook; live: L
       if (FINISHED.has(t.state)) throw new RpcError(ERR.taskNotCancelable, "Task cannot be canceled");
       const entry = live.get(t.task_id);
       // A working task this process does not run may be starting its decision's run on another
-      // replica (waiting for the thread): only that replica can stop it (see README). One whose
-      // own run has ended (its final write was lost) is run by nobody: it is canceled here.
-      if (t.state === "working" && !entry && !(await tasks.ownRunEnded(t))) throw new RpcError(ERR.taskNotCancelable, "The task runs on another replica");
+      // replica (waiting for the thread): only that replica can stop it (see README).
+      if (t.state === "working" && !entry) throw new RpcError(ERR.taskNotCancelable, "The task runs on another replica");
       if (entry) {
         entry.canceled = true;
         entry.run?.cancel();

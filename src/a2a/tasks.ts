@@ -176,13 +176,6 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
 
     waitAgain,
 
-    /** The task names a run of its own, and that run has ended (nothing runs the task any more). */
-    async ownRunEnded(task: TaskRecord): Promise<boolean> {
-      if (task.run_id === null) return false;
-      const run = await store.getRun(task.run_id);
-      return run !== null && run.status !== "running";
-    },
-
     /** A working task on `contextId`, owned by the caller (and its agent). */
     async create(caller: Caller, contextId: string): Promise<TaskRecord> {
       const at = now();
