@@ -39,16 +39,19 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
   const now = () => isoTime(clock.now());
 
   /**
-   * The task patched, with a fresh `updated_at`. A task that finished meanwhile (canceled on
-   * another replica, settled by another run's end or the sweep) stays as it finished: the store
-   * refuses the patch, and the task as stored is returned instead. `ifUnchanged`: refused as well
-   * when the task was updated since `task` was read (the sweep writes from what it read).
+   * The task patched, with a fresh `updated_at`, or undefined when the store refused the patch: a
+   * task that finished meanwhile (canceled on another replica, settled by another run's end or
+   * the sweep) stays as it finished, and with `ifUnchanged` one updated since `task` was read is
+   * left as it is (the sweep writes from what it read).
    */
-  const update = async (task: TaskRecord, patch: Partial<TaskRecord>, ifUnchanged = false): Promise<TaskRecord> => {
+  const write = async (task: TaskRecord, patch: Partial<TaskRecord>, ifUnchanged: boolean): Promise<TaskRecord | undefined> => {
     const next = { ...task, ...patch, updated_at: now() };
-    if (await store.updateTask(task.task_id, { ...patch, updated_at: next.updated_at }, ifUnchanged ? task.updated_at : undefined)) return next;
-    return (await store.getTask(task.task_id)) ?? next;
+    return (await store.updateTask(task.task_id, { ...patch, updated_at: next.updated_at }, ifUnchanged ? task.updated_at : undefined)) ? next : undefined;
   };
+
+  /** The task patched (write); refused, the task as stored (as it finished). */
+  const update = async (task: TaskRecord, patch: Partial<TaskRecord>): Promise<TaskRecord> =>
+    (await write(task, patch, false)) ?? (await store.getTask(task.task_id)) ?? { ...task, ...patch };
 
   /** The run that resumed `runId`, and the one that resumed that, ...: the last of them. */
   async function lastResumeOf(runId: string): Promise<RunRecord | null> {
@@ -94,7 +97,13 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
    * settling sweep reads that run back if it ended already). Undefined when the task's run is its
    * outcome (it carried the decisions out itself, paused with approvals pending, or resumed nothing).
    */
-  async function waitAgain(task: TaskRecord, runId: string, ifUnchanged = false): Promise<TaskRecord | undefined> {
+  async function waitAgain(task: TaskRecord, runId: string): Promise<TaskRecord | undefined> {
+    const fields = await waitingFields(runId);
+    return fields && update(task, fields);
+  }
+
+  /** waitAgain's fields for a task whose run is `runId`, or undefined when that run is its outcome. */
+  async function waitingFields(runId: string): Promise<Partial<TaskRecord> | undefined> {
     const run = await store.getRun(runId);
     const own = run?.status === "awaiting_approval";
     const paused = own ? run : run?.resumed_from ? await store.getRun(run.resumed_from) : null;
@@ -102,14 +111,13 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
     const approvals = await store.listApprovals({ run_id: paused.run_id, limit: 100, offset: 0 });
     if (own && approvals.some((a) => a.status === "pending")) return undefined;
     const text = "The decision is recorded; the run that carries it out settles this task once it ends.";
-    return update(task, { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] }, ifUnchanged);
+    return { state: "working", run_id: null, approval_ids: approvals.map((a) => a.approval_id), status_parts: [{ kind: "text", text }] };
   }
 
   /**
    * A stranded task (settleStranded) settled now, or false while what it waits for goes on or
-   * ended only since `before` (that run's own end may still be writing the task). Written only if
-   * nothing updated the task since the sweep read it; one that changed meanwhile is left to the
-   * next pass.
+   * ended only since `before` (that run's own end may still be writing the task), or when
+   * something updated the task since the sweep read it (left to the next pass).
    */
   async function settleOne(t: TaskRecord, before: string): Promise<boolean> {
     // Parsed: adapters write the same instant as "...Z" or "...+00:00".
@@ -120,18 +128,15 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
       // decisions out: it waits on them now, and the next pass reads that run back.
       const own = await store.getRun(t.run_id);
       if (!own || own.status === "running" || !endedBefore(own)) return false;
-      if (await waitAgain(t, own.run_id, true)) return true;
-      const fields = await endedRunFields(own, t, undefined);
-      if (fields) await update(t, fields, true);
-      return fields !== undefined;
+      const fields = (await waitingFields(own.run_id)) ?? (await endedRunFields(own, t, undefined));
+      return fields !== undefined && (await write(t, fields, true)) !== undefined;
     }
     let decided: ApprovalRecord | null = null;
     for (const id of t.approval_ids) if ((decided = await store.getApproval(id))) break;
     const carrier = decided ? await lastResumeOf(decided.run_id) : null;
     if (!carrier || !decided || (carrier.status !== "running" && !endedBefore(carrier))) return false;
     const fields = await endedRunFields(carrier, t, decided);
-    if (fields) await update(t, fields, true);
-    return fields !== undefined;
+    return fields !== undefined && (await write(t, fields, true)) !== undefined;
   }
 
   return {

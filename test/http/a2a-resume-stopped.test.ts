@@ -167,8 +167,8 @@ describe("the settling sweep", () => {
     const store = {
       ...inner,
       updateTask: (...args: Parameters<typeof inner.updateTask>) => (tasks.broken ? Promise.reject(new Error("disk gone")) : inner.updateTask(...args)),
-      strandedTasks: async (before: string, limit: number) => {
-        const found = await inner.strandedTasks(before, limit);
+      strandedTasks: async (...args: Parameters<typeof inner.strandedTasks>) => {
+        const found = await inner.strandedTasks(...args);
         await tasks.afterStranded?.();
         return found;
       },

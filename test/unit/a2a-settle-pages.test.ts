@@ -1,6 +1,7 @@
 /**
  * The settling sweep reads stranded tasks a page at a time: tasks it must leave waiting (their run
- * ended only just now, its own end may still be writing them) do not hide newer ones it can settle.
+ * ended only just now, its own end may still be writing them) do not hide newer ones it can settle;
+ * and it counts the tasks it wrote.
  */
 import { describe, expect, it } from "vitest";
 import { createTaskBook } from "../../src/a2a/tasks.js";
@@ -49,5 +50,24 @@ describe("the settling sweep's pages", () => {
     expect((await store.getTask("settle-me"))!.state).toBe("completed");
     expect((await store.getTask("waits-001"))!.state).toBe("working");
     expect((await store.getTask("waits-250"))!.state).toBe("working");
+    expect(await book.settleStranded(at(960), 100)).toBe(0);
+  });
+
+  it("counts only what it wrote: a task another writer updated after the sweep read it is not settled", async () => {
+    const inner = createMemoryStore();
+    await inner.createThread({ thread_id: "t", owner: "owner", actor: null, created_at: at(0), updated_at: at(0) });
+    await inner.createRun(run("long-ago", 310));
+    await inner.createTask(task("touched", "long-ago", 300));
+    const store = {
+      ...inner,
+      strandedTasks: async (...args: Parameters<typeof inner.strandedTasks>) => {
+        const found = await inner.strandedTasks(...args);
+        await inner.updateTask("touched", { status_parts: [{ kind: "text", text: "another writer" }], updated_at: at(301) });
+        return found;
+      },
+    };
+    const book = createTaskBook({ store, clock: { now: () => T0 + 1_000_000 }, ids: randomIds, instanceId: "i" });
+    expect(await book.settleStranded(at(960), 100)).toBe(0);
+    expect((await inner.getTask("touched"))!.state).toBe("working");
   });
 });
