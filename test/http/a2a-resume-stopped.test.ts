@@ -295,10 +295,7 @@ describe("the settling sweep", () => {
       await loseTaskWritesUntil(async () => (await inner.listRuns(task.contextId)).every((r) => r.status !== "running"));
       expect(await stateOf(a, task.id)).toBe("TASK_STATE_WORKING");
       await sweepLater(a, clock);
-      const final = (await rpc(a, "GetTask", { id: task.id })) as Json;
-      expect(final.status.state).toBe("TASK_STATE_COMPLETED");
-      expect(JSON.stringify(final.artifacts)).toContain("created");
-      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+      await expectCompletedOnce(a, task, approval);
     } finally {
       await a.close();
     }
@@ -358,10 +355,7 @@ describe("the settling sweep", () => {
       await job(b, "approval sweep");
       await waitFor(async () => (await inner.listRuns(task.contextId)).every((r) => r.status !== "running") && upstream.hits.length > 0, 5_000);
       await sweepLater(b, clock, 2);
-      const final = (await rpc(b, "GetTask", { id: task.id })) as Json;
-      expect(final.status.state).toBe("TASK_STATE_COMPLETED");
-      expect(JSON.stringify(final.artifacts)).toContain("created");
-      expect(upstream.hits.filter((h) => h.headers["idempotency-key"] === approval.approval_id)).toHaveLength(1);
+      await expectCompletedOnce(b, task, approval);
     } finally {
       await b.close();
     }
