@@ -37,6 +37,8 @@ function owns(caller: Caller, t: TaskRecord, agentOnly: boolean): boolean {
 
 export function createTaskBook({ store, clock, ids, instanceId, structured = false }: TaskBookDeps) {
   const now = () => isoTime(clock.now());
+  /** Where the settling sweep's last pass stopped (undefined: it read to the newest). */
+  let sweptUpTo: TaskCursor | undefined;
 
   /**
    * The task patched, with a fresh `updated_at`, or undefined when the store refused the patch: a
@@ -149,18 +151,18 @@ export function createTaskBook({ store, clock, ids, instanceId, structured = fal
      * working on a run that has ended, not updated since `before` (their run's end should have
      * settled them, but its write failed or its process died), take the outcome of the run that
      * carried the decisions out (or of their own run), once it ended before `before` too.
-     * Returns how many it settled.
+     * Returns how many it settled. A pass reads at most STRANDED_PAGES pages and the next one
+     * goes on from where it stopped, back to the oldest once it reached the newest, so tasks
+     * left waiting (their run goes on) never hide the others, however many they are.
      */
     async settleStranded(before: string, limit: number): Promise<number> {
       let settledCount = 0;
-      let after: TaskCursor | undefined;
-      // Page on past tasks still left waiting (their run goes on), at most STRANDED_PAGES pages a pass.
       for (let page = 0; page < STRANDED_PAGES; page++) {
-        const found = await store.strandedTasks(before, limit, after);
+        const found = await store.strandedTasks(before, limit, sweptUpTo);
         for (const t of found) if (await settleOne(t, before)) settledCount++;
         const last = found.at(-1);
-        if (!last || found.length < limit) break;
-        after = { updated_at: last.updated_at, task_id: last.task_id };
+        sweptUpTo = last && found.length === limit ? { updated_at: last.updated_at, task_id: last.task_id } : undefined;
+        if (!sweptUpTo) break;
       }
       return settledCount;
     },

@@ -53,6 +53,26 @@ describe("the settling sweep's pages", () => {
     expect(await book.settleStranded(at(960), 100)).toBe(0);
   });
 
+  it("a pass goes on from where the last one stopped: 1,250 tasks to leave ahead of one to settle take two passes, not forever", async () => {
+    const store = createMemoryStore();
+    await store.createThread({ thread_id: "t", owner: "owner", actor: null, created_at: at(0), updated_at: at(0) });
+    for (let i = 1; i <= 1_250; i++) {
+      await store.createRun(run(`recent-${i}`, 990));
+      await store.createTask(task(`waits-${String(i).padStart(4, "0")}`, `recent-${i}`, i / 10));
+    }
+    await store.createRun(run("long-ago", 310));
+    await store.createTask(task("settle-me", "long-ago", 300));
+    const book = createTaskBook({ store, clock: { now: () => T0 + 1_000_000 }, ids: randomIds, instanceId: "i" });
+
+    expect(await book.settleStranded(at(960), 100)).toBe(0);
+    expect(await book.settleStranded(at(960), 100)).toBe(1);
+    expect((await store.getTask("settle-me"))!.state).toBe("completed");
+    // Back to the oldest: a task written meanwhile among the first ones is read on the next pass.
+    await store.createRun(run("also-long-ago", 310));
+    await store.createTask(task("settle-me-too", "also-long-ago", 0.05));
+    expect(await book.settleStranded(at(960), 100)).toBe(1);
+  });
+
   it("counts only what it wrote: a task another writer updated after the sweep read it is not settled", async () => {
     const inner = createMemoryStore();
     await inner.createThread({ thread_id: "t", owner: "owner", actor: null, created_at: at(0), updated_at: at(0) });
