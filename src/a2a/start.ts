@@ -29,8 +29,9 @@ export interface StartDeps {
 
 export type Start = (params: Record<string, JsonValue>, ctx: CallContext, listener?: Listener) => Promise<Started>;
 
+/** As on /chat (spec 4.1): 1 to MAX_MESSAGE_CHARS characters, spaces counting as any other. */
 function checkText(msg: IncomingMessage, maxChars: number): void {
-  if (msg.textParts === 0 || msg.emptyText || msg.text.trim() === "") throw new RpcError(ERR.invalidParams, "Invalid params: the message needs text");
+  if (msg.textParts === 0 || msg.emptyText) throw new RpcError(ERR.invalidParams, "Invalid params: the message needs text");
   if (codePointLength(msg.text) > maxChars) throw new RpcError(ERR.invalidParams, "Invalid params: the message is longer than MAX_MESSAGE_CHARS");
   if (!msg.text.isWellFormed()) throw new RpcError(ERR.invalidParams, "Invalid params: the message is not valid Unicode");
 }

@@ -142,6 +142,16 @@ describe("errors (spec 7.3)", () => {
     expect(await listTasks(a)).toHaveLength(1);
   });
 
+  it("a message of spaces only is 1 to MAX_MESSAGE_CHARS characters, as on /chat (spec 4.1): it runs", async () => {
+    const a = await open();
+    const task = await send(a, "   ");
+    expect(task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(artifactText(task)).toBe("echo:    ");
+    const chat = await a.fetch(new Request("http://test/chat", { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body: JSON.stringify({ message: "   " }) }));
+    expect(chat.status).toBe(200);
+    await chat.text();
+  });
+
   it("creates no task for an invalid message (ListTasks stays empty)", async () => {
     const a = await open();
     await rpc(a, "SendMessage", message10([{ text: "" }]));
