@@ -120,7 +120,7 @@ class Stream implements SseStream, DirectSse {
   constructor(
     readonly heartbeatMs: number,
     private readonly onCancel: () => void,
-    private readonly direct: object | undefined,
+    private direct: object | undefined,
   ) {}
 
   readonly send = (event: RunEvent): void => this.write(formatEvent(event));
@@ -136,8 +136,12 @@ class Stream implements SseStream, DirectSse {
   }
 
   response(): Response {
-    if (this.direct) {
-      (this.direct as DirectEnv)[DIRECT_SSE] = this;
+    const direct = this.direct;
+    if (direct) {
+      // Not kept: the env holds the runtime's request and response, which a waiting stream's
+      // runtime may let go of (the Node entry's hand-over).
+      this.direct = undefined;
+      (direct as DirectEnv)[DIRECT_SSE] = this;
       // The runtime writes SSE_HEADERS before the ones the middleware sets on this response.
       return new NativeResponse(null, DIRECT_INIT);
     }

@@ -5,6 +5,7 @@
  * at the seam, a stream handed over as a source with no web stream behind it.
  */
 import type { Server } from "node:http";
+import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp, defineTool } from "../../src/runtime/package.js";
 import { directStreamsFetch, serveNode } from "../../src/runtime/node-serve.js";
@@ -24,7 +25,7 @@ async function served(
   env: Record<string, string> = {},
   tools: NonNullable<Parameters<typeof createApp>[0]>["tools"] = undefined,
   store: Store = createMemoryStore(),
-): Promise<{ base: string; store: Store }> {
+): Promise<{ base: string; store: Store; server: Server; port: number }> {
   const app = await createApp({
     env: { ...ENV, ...env },
     logWrite: () => {},
@@ -33,7 +34,7 @@ async function served(
   });
   const { server, port } = await serveNode({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 });
   open.push({ close: () => app.close() }, { close: () => closeServer(server) });
-  return { base: `http://127.0.0.1:${port}`, store };
+  return { base: `http://127.0.0.1:${port}`, store, server, port };
 }
 
 function closeServer(server: Server): Promise<void> {
@@ -210,5 +211,122 @@ describe("serveNode", () => {
     const plain = await app.fetch(new Request(request.url, { method: "POST", headers: request.headers, body: JSON.stringify({ message: "again" }) }));
     expect(plain.body).toBeInstanceOf(ReadableStream);
     expect(answerText(parseSse(await plain.text()))).toBe("echo: again");
+  });
+});
+
+/** The server's side of each connection, once each (a connection handed back is announced again). */
+function serverSockets(server: Server): { sockets: Set<Socket>; announced: () => number } {
+  const sockets = new Set<Socket>();
+  let announced = 0;
+  server.on("connection", (socket: Socket) => {
+    announced++;
+    sockets.add(socket);
+  });
+  return { sockets, announced: () => announced };
+}
+
+/** Waits until the server's one connection is taken from node:http (its parser freed). */
+async function handedOver(sockets: Set<Socket>): Promise<void> {
+  await expect.poll(() => [...sockets].map((s) => (s as { parser?: unknown }).parser ?? null)).toEqual([null]);
+}
+
+/** A served app (heartbeat 1 s), and a raw connection whose chat is handed over by the time this returns. */
+async function rawHandedOver(message: string, threadId: string) {
+  const { port, server } = await served({ SSE_HEARTBEAT_S: "1" });
+  const { sockets, announced } = serverSockets(server);
+  const raw = rawConnection(port);
+  raw.socket.write(rawChat(message, threadId));
+  await handedOver(sockets);
+  return { raw, server, sockets, announced };
+}
+
+/** A raw HTTP/1.1 client on one connection: what it wrote, and all it read until the server closed it. */
+function rawConnection(port: number): { socket: Socket; text: () => string; closed: Promise<void> } {
+  const socket = connect(port, "127.0.0.1");
+  let text = "";
+  socket.setEncoding("utf8");
+  socket.on("data", (d: string) => (text += d));
+  const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+  return { socket, text: () => text, closed };
+}
+
+function rawChat(message: string, threadId: string): string {
+  const body = JSON.stringify({ message, thread_id: threadId });
+  return `POST /chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** The SSE answers in a raw HTTP/1.1 read, chunked framing and all: each answer's text, in order. */
+function rawAnswers(text: string): string[] {
+  return [...text.matchAll(/data: \{"text":"([^"]*)"\}/g)].map((m) => m[1]!);
+}
+
+describe("serveNode: a waiting stream handed over from node:http", () => {
+  it("lets node:http free its state for a waiting stream; heartbeats and the answer still come, framed right", async () => {
+    const { base, server } = await served({ SSE_HEARTBEAT_S: "1" });
+    const { sockets } = serverSockets(server);
+    const res = await chat(base, "/sleep 1800\nwait");
+    expect(res.status).toBe(200);
+    // Taken from node:http a turn after its first event: its parser is gone from the connection.
+    await handedOver(sockets);
+    // fetch reads the chunked body whole: the heartbeats (every 1 s of the 1.8 s wait) and the answer.
+    const text = await res.text();
+    expect(text.split(": keep-alive").length - 1).toBeGreaterThanOrEqual(1);
+    const events = parseSse(text);
+    expect(events.map((e) => e.event)).toEqual(["message.start", "message.delta", "message.end"]);
+    expect(answerText(events)).toBe("echo: wait");
+  });
+
+  it("gives the connection back to the server after a handed-over stream: the client's next request goes on it", async () => {
+    const { raw, sockets, announced } = await rawHandedOver("/sleep 1200\nfirst", "r1");
+    await expect.poll(() => raw.text().endsWith("\r\n0\r\n\r\n"), { timeout: 5_000 }).toBe(true);
+    raw.socket.write(rawChat("second", "r2"));
+    await expect.poll(() => rawAnswers(raw.text()), { timeout: 5_000 }).toEqual(["echo: first", "echo: second"]);
+    // One connection, announced to node:http twice (as new, and when it came back).
+    expect(sockets.size).toBe(1);
+    expect(announced()).toBe(2);
+    expect(raw.socket.destroyed).toBe(false);
+    raw.socket.destroy();
+  });
+
+  it("sends heartbeats on a handed-over stream, and stops the run when its client goes away", async () => {
+    const { base, store, server } = await served({ SSE_HEARTBEAT_S: "1" });
+    const { sockets } = serverSockets(server);
+    const aborter = new AbortController();
+    const res = await chat(base, "/sleep 30000\nwait", { signal: aborter.signal });
+    await handedOver(sockets);
+    const [stream] = [...sockets];
+    expect(await heartbeatsWithin(res, 2_300)).toBeGreaterThanOrEqual(2);
+    aborter.abort();
+    await expect.poll(async () => (await store.listRuns("t1"))[0]?.status, { timeout: 5_000 }).toBe("cancelled");
+    // Its connection closed (fetch may open another one to the server meanwhile: not this one).
+    await expect.poll(() => stream!.destroyed).toBe(true);
+  });
+
+  it("keeps a stream on node:http when a request is pipelined behind it: both are answered, in order", async () => {
+    const { port } = await served({ SSE_HEARTBEAT_S: "1" });
+    const raw = rawConnection(port);
+    raw.socket.write(rawChat("/sleep 1200\nfirst", "p1") + rawChat("second", "p2"));
+    await expect.poll(() => rawAnswers(raw.text()), { timeout: 5_000 }).toEqual(["echo: first", "echo: second"]);
+    // Both ended with the last chunk, on a connection still open.
+    expect(raw.text().match(/\r\n0\r\n\r\n/g)).toHaveLength(2);
+    expect(raw.socket.destroyed).toBe(false);
+    raw.socket.destroy();
+  });
+
+  it("closes a handed-over connection after its stream when the client sent more meanwhile; the stream's answer is whole", async () => {
+    const { raw } = await rawHandedOver("/sleep 1200\nfirst", "q1");
+    // A request sent while the first stream is handed over has nowhere to go: dropped, and the
+    // connection closes once the first stream ends (the client asks again on a new one).
+    raw.socket.write(rawChat("second", "q2"));
+    await raw.closed;
+    expect(rawAnswers(raw.text())).toEqual(["echo: first"]);
+    expect(raw.text()).toMatch(/\r\n0\r\n\r\n$/);
+  });
+
+  it("closes handed-over streams with the server's closeAllConnections", async () => {
+    const { raw, server } = await rawHandedOver("/sleep 30000\nwait", "c1");
+    server.closeAllConnections();
+    await raw.closed;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 });
