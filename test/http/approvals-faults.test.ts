@@ -194,7 +194,11 @@ describe("a slow database: a 503 means nothing was done", () => {
     expect(sentFor(id)).toBe(0);
     const again = await drain(await approve(a, thread, id));
     expect(again.status).toBe(200);
-    expect(again.events[0]).toMatchObject({ event: "message.start", data: { approval_id: id, decision: "approve" } });
+    // The resumed run's stream; or, when the resume found the thread or the database busy (a
+    // loaded machine, where the replica's short timeouts bite), the decision recorded and queued
+    // for the next holder of the thread or the sweep. Either way the call goes out once.
+    if (again.json) expect(again.json).toMatchObject({ approval: { approval_id: id, status: "approved" }, resumed: false, queued: true });
+    else expect(again.events[0]).toMatchObject({ event: "message.start", data: { approval_id: id, decision: "approve" } });
     await expectSentOnce(a, thread, id);
   });
 
