@@ -241,8 +241,6 @@ class PacedSink implements SseSink {
     // stream instead of going back to the server: it asks again on a new one.
     socket.on("data", notReusable);
     socket.resume();
-    // A client that had gone before the hand-over.
-    if (socket.destroyed) this.gone();
   }
 
   /** The stream's last words and the end of the chunked body; then the connection goes back to the server, or closes. */
