@@ -263,6 +263,13 @@ class PacedSink implements SseSink {
     server[HANDED_OVER]?.delete(socket);
     // node:http takes it as it takes a new connection (its documented way to inject one).
     server.emit("connection", socket);
+    // Idle now, as after any answer: closed after the server's keep-alive timeout unless the
+    // client asks again (node:http would bound a new connection by its much longer headers
+    // timeout instead).
+    if (server.keepAliveTimeout > 0) {
+      socket.setTimeout(server.keepAliveTimeout);
+      socket.prependOnceListener("data", busyAgain);
+    }
   }
 }
 
@@ -271,6 +278,10 @@ function ignore(): void {}
 /** Listeners of their own, not a closure per connection. */
 function destroySocket(this: Socket): void {
   this.destroy();
+}
+/** The client asks again on a connection given back: the server's own socket timeout, if any, applies again. */
+function busyAgain(this: Socket): void {
+  this.setTimeout(servingServer(this)?.timeout ?? 0);
 }
 function notReusable(this: Socket & HttpInternals): void {
   this.reusable = false;

@@ -313,6 +313,25 @@ describe("serveNode: a waiting stream handed over from node:http", () => {
     raw.socket.destroy();
   });
 
+  it("bounds a connection given back after a handed-over stream by the keep-alive timeout, as after any answer: a request begun within it is served whole, then the idle connection closes", async () => {
+    const { raw, server } = await rawHandedOver("/sleep 600\nfirst", "k1");
+    server.keepAliveTimeout = 300;
+    await expect.poll(() => raw.text().endsWith("\r\n0\r\n\r\n"), { timeout: 5_000 }).toBe(true);
+    // A request begun within the timeout is served whole, though its body comes later than the
+    // timeout and its run waits longer than it.
+    const next = rawChat("/sleep 800\nsecond", "k2");
+    const head = next.indexOf("\r\n\r\n") + 4;
+    raw.socket.write(next.slice(0, head));
+    await new Promise((r) => setTimeout(r, 600));
+    raw.socket.write(next.slice(head));
+    await expect.poll(() => rawAnswers(raw.text()), { timeout: 5_000 }).toEqual(["echo: first", "echo: second"]);
+    const answered = Date.now();
+    await raw.closed;
+    // Then idle: closed after the keep-alive timeout. node:http would have left a connection it
+    // took as new open for its headers timeout (60 s and more).
+    expect(Date.now() - answered).toBeLessThan(3_000);
+  });
+
   it("closes a handed-over connection after its stream when the client sent more meanwhile; the stream's answer is whole", async () => {
     const { raw } = await rawHandedOver("/sleep 1200\nfirst", "q1");
     // A request sent while the first stream is handed over has nowhere to go: dropped, and the
