@@ -336,7 +336,11 @@ interface HttpInternals {
   parser?: { incoming?: unknown } | null;
   _httpMessage?: unknown;
   _paused?: boolean;
-  /** Set false when the client sent something while its stream was handed over. */
+  /**
+   * False when the connection closes after its handed-over stream instead of going back: node:http
+   * had said it would close it (`Connection: close` asked, or its keep-alive limits), or the
+   * client sent something while its stream was handed over.
+   */
   reusable?: boolean;
 }
 
@@ -359,6 +363,7 @@ function handOverSocket(out: ServerResponse): Socket | undefined {
     else if (required) return undefined;
   }
   for (const [event, listener] of found) socket.removeListener(event, listener);
+  if (!out.shouldKeepAlive) socket.reusable = false;
   freeParser(parser, req, socket);
   out.detachSocket(socket);
   socket._paused = false;

@@ -250,9 +250,9 @@ function rawConnection(port: number): { socket: Socket; text: () => string; clos
   return { socket, text: () => text, closed };
 }
 
-function rawChat(message: string, threadId: string): string {
+function rawChat(message: string, threadId: string, extraHeaders = ""): string {
   const body = JSON.stringify({ message, thread_id: threadId });
-  return `POST /chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return `POST /chat HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\n${extraHeaders}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
 /** The SSE answers in a raw HTTP/1.1 read, chunked framing and all: each answer's text, in order. */
@@ -340,6 +340,21 @@ describe("serveNode: a waiting stream handed over from node:http", () => {
     await raw.closed;
     expect(rawAnswers(raw.text())).toEqual(["echo: first"]);
     expect(raw.text()).toMatch(/\r\n0\r\n\r\n$/);
+  });
+
+  it("closes the connection after a handed-over stream whose client asked for Connection: close, as node:http said it would", async () => {
+    const { port, server } = await served({ SSE_HEARTBEAT_S: "1" });
+    const { sockets } = serverSockets(server);
+    const raw = rawConnection(port);
+    raw.socket.write(rawChat("/sleep 600\nlast", "cc1", "Connection: close\r\n"));
+    await handedOver(sockets);
+    await expect.poll(() => raw.text().endsWith("\r\n0\r\n\r\n"), { timeout: 5_000 }).toBe(true);
+    const answered = Date.now();
+    await raw.closed;
+    // At once, not after the keep-alive timeout (5 s) of a connection given back.
+    expect(Date.now() - answered).toBeLessThan(2_000);
+    expect(raw.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*connection: close\r\n/i);
+    expect(rawAnswers(raw.text())).toEqual(["echo: last"]);
   });
 
   it("closes handed-over streams with the server's closeAllConnections", async () => {
