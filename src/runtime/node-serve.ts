@@ -17,6 +17,7 @@ import { getRequestListener, type HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { createServer } from "node:http";
 import { DIRECT_STREAMS, directSse, KEEP_ALIVE, SSE_HEADERS, type SseSink } from "../http/sse.js";
+import type { Listen } from "./process-entry.js";
 
 type Fetch = (request: Request, env?: unknown) => Promise<Response> | Response;
 
@@ -367,9 +368,29 @@ function handOverSocket(out: ServerResponse): Socket | undefined {
   freeParser(parser, req, socket);
   out.detachSocket(socket);
   socket._paused = false;
+  forgetConnection(servingServer(socket)!, socket);
   handedOver.add(socket);
   socket.on("close", forgetHandedOver);
   return socket;
+}
+
+/**
+ * Off the server's list of connections, which its close() and closeIdleConnections() end. On Node
+ * the list holds parsers and freeParser took this one off already. Deno's port of node:http keeps
+ * the sockets themselves in a list of its own (`_all`, a set), where the socket would stay and,
+ * having no response, read as idle: the drain on SIGTERM would cut the stream.
+ */
+function forgetConnection(server: ServingServer, socket: Socket): void {
+  const list = (server as unknown as Record<symbol, unknown>)[connectionsKey(server) ?? NO_KEY] as { _all?: { has?: unknown }; remove?: (socket: Socket) => void } | undefined;
+  // Deno's Set is its primordials' SafeSet, not an instance of this realm's Set: read by shape.
+  if (typeof list?._all?.has === "function" && typeof list.remove === "function") list.remove(socket);
+}
+const NO_KEY = Symbol("none");
+/** node:http's own symbol for a server's connections list, found once by its description. */
+let connections: symbol | null | undefined;
+function connectionsKey(server: Server): symbol | undefined {
+  if (connections === undefined) connections = Object.getOwnPropertySymbols(server).find((k) => k.description === "http.server.connections") ?? null;
+  return connections ?? undefined;
 }
 
 /** The sink's turn of the loop (its argument, not a closure per sink). */
@@ -421,6 +442,15 @@ function beatDue(): void {
  * the request's other headers, instead of a bare 431 before the app sees the request.
  */
 const MAX_HEADER_BYTES = 64 * 1024;
+
+/**
+ * The entries' server (the Node entry's, and the Deno entry's over Deno's node:http): serveNode,
+ * stopped by closing it (no new connections; resolves once the open ones have closed).
+ */
+export const listenNode: Listen = async (options) => {
+  const { server, port } = await serveNode(options);
+  return { port, stop: () => new Promise<void>((done) => server.close(() => done())) };
+};
 
 /** Serves `fetch` on hostname:port; resolves once listening. */
 export function serveNode(options: { fetch: Fetch; hostname: string; port: number }): Promise<{ server: Server; port: number }> {

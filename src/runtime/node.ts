@@ -6,20 +6,15 @@
  * the connection. With TRACING_ENABLED, spans go out
  * through the OpenTelemetry SDK (tracing.ts).
  */
-import { serveNode } from "./node-serve.js";
+import { listenNode } from "./node-serve.js";
 import { loadGraphServerEntry } from "./graph-server-load.js";
 import { nodeOutboundFetch } from "./outbound.js";
-import { type Listen, runEntry } from "./process-entry.js";
+import { runEntry } from "./process-entry.js";
 import { lazyNodeTraceExport } from "./tracing-lazy.js";
 import { selectedRuntime } from "../settings/parse.js";
 
-const listen: Listen = async (options) => {
-  const { server, port } = await serveNode(options);
-  return { port, stop: () => new Promise<void>((done) => server.close(() => done())) };
-};
-
 await runEntry({
-  listen,
+  listen: listenNode,
   app: {
     fetch: nodeOutboundFetch(),
     traceExport: lazyNodeTraceExport,
