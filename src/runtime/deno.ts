@@ -4,8 +4,8 @@
  * and `process`) served as the Node entry serves, over Deno's node:http (node-serve.ts: event
  * streams written straight to the response, a waiting stream's connection taken over). Deno's
  * node:http is a port of Node's own, internals included, and with it Deno 2.9 served 1.40x the chat
- * turns/s of `Deno.serve` with web streams and held a waiting conversation in 34 KB instead of
- * 82 KB (README, Benchmarks). Outbound calls use Deno's fetch, which cannot bound connecting apart
+ * turns/s of `Deno.serve` with web streams and holds a waiting conversation in about 15 KB instead
+ * of 72 KB (10,000 held; README, Benchmarks). Outbound calls use Deno's fetch, which cannot bound connecting apart
  * from the answer: `timeouts_ms.connect` is not enforced here, the read timeout bounds the whole
  * call.
  */
