@@ -64,6 +64,13 @@ export function parseSettings(env: Env): Settings {
   if (ok("TOKEN_EXCHANGE_URL", "TOKEN_EXCHANGE_ALLOW_HTTP") && raw.TOKEN_EXCHANGE_URL && !dev && !raw.TOKEN_EXCHANGE_ALLOW_HTTP && !secureOrLoopback(raw.TOKEN_EXCHANGE_URL))
     add("TOKEN_EXCHANGE_URL", "must be https outside dev unless loopback or TOKEN_EXCHANGE_ALLOW_HTTP is true");
 
+  // Under AUTH_POLICY=jwt, what the policy cannot do without is named by the policy once the
+  // settings parse (spec 5: under dev the service starts and answers 503). Beside other bad
+  // variables it is named with them, outside dev, so an operator mends everything at once.
+  // A variable already named (set, but to a bad value) is not named again as missing.
+  if (problems.length > 0 && !dev && raw.AUTH_POLICY === "jwt" && ok("AUTH_POLICY", "AUTH_JWT_ALGORITHMS", "AUTH_JWT_AUDIENCE"))
+    for (const p of jwtVariableProblems(raw, dev)) if (!p.variable.split(" or ").some((v) => problems.some((q) => q.variable === v))) problems.push(p);
+
   if (problems.length > 0) throw new SettingsError(problems);
 
   const notes: string[] = [];
@@ -80,6 +87,26 @@ export function parseSettings(env: Env): Settings {
     notes,
     runtime: raw.RUNTIME ?? selectedRuntime(env),
   });
+}
+
+/**
+ * AUTH_POLICY=jwt (spec 5.3): the variables the policy cannot do without, for the algorithms it
+ * allows, and outside dev the issuer and the audience. The jwt policy refuses to start on them
+ * (outside dev) or answers 503 (under dev); parseSettings names them beside other bad variables.
+ */
+export function jwtVariableProblems(
+  s: Pick<RawSettings, "AUTH_JWT_ALGORITHMS" | "AUTH_JWT_JWKS_URL" | "AUTH_JWT_PUBLIC_KEY" | "AUTH_JWT_SECRET" | "AUTH_JWT_ISSUER" | "AUTH_JWT_AUDIENCE">,
+  dev: boolean,
+): SettingsProblem[] {
+  const problems: SettingsProblem[] = [];
+  const hs = s.AUTH_JWT_ALGORITHMS.some((a) => a.startsWith("HS"));
+  const asymmetric = s.AUTH_JWT_ALGORITHMS.some((a) => !a.startsWith("HS"));
+  // Either one will do: named together, as the line a person reads says.
+  if (asymmetric && !s.AUTH_JWT_JWKS_URL && !s.AUTH_JWT_PUBLIC_KEY) problems.push({ variable: "AUTH_JWT_JWKS_URL or AUTH_JWT_PUBLIC_KEY", message: "is required" });
+  if (hs && !s.AUTH_JWT_SECRET) problems.push({ variable: "AUTH_JWT_SECRET", message: "is required for HS algorithms" });
+  if (!dev && !s.AUTH_JWT_ISSUER) problems.push({ variable: "AUTH_JWT_ISSUER", message: "is required outside dev" });
+  if (!dev && s.AUTH_JWT_AUDIENCE.length === 0) problems.push({ variable: "AUTH_JWT_AUDIENCE", message: "is required outside dev" });
+  return problems;
 }
 
 /**

@@ -268,6 +268,27 @@ describe("parseSettings: booleans, lists and raw strings", () => {
   });
 });
 
+describe("parseSettings: a jwt policy's missing variables beside other bad variables", () => {
+  it("names them with the others outside dev, so an operator mends everything at once", () => {
+    const err = settingsErrorOf(() => parseSettings({ AUTH_POLICY: "jwt", PORT: "abc" }));
+    expect(variablesOf(err)).toEqual(["AUTH_JWT_AUDIENCE", "AUTH_JWT_ISSUER", "AUTH_JWT_JWKS_URL or AUTH_JWT_PUBLIC_KEY", "PORT"]);
+    expect(err.message).toMatch(/AUTH_JWT_JWKS_URL or AUTH_JWT_PUBLIC_KEY is required/);
+    const hs = settingsErrorOf(() => parseSettings({ AUTH_POLICY: "jwt", AUTH_JWT_ALLOW_HS: "true", AUTH_JWT_ALGORITHMS: "HS256", AUTH_JWT_ISSUER: "https://issuer.example", AUTH_JWT_AUDIENCE: "svc", PORT: "abc" }));
+    expect(variablesOf(hs)).toEqual(["AUTH_JWT_SECRET", "PORT"]);
+  });
+
+  it("leaves them to the policy when nothing else is wrong, and under dev (which starts and answers 503)", () => {
+    expect(() => parseSettings({ AUTH_POLICY: "jwt" })).not.toThrow();
+    expect(variablesOf(settingsErrorOf(() => parseSettings({ AUTH_POLICY: "jwt", APP_ENV: "dev", PORT: "abc" })))).toEqual(["PORT"]);
+  });
+
+  it("names a variable once: one set to a bad value is not also called missing", () => {
+    const err = settingsErrorOf(() => parseSettings({ AUTH_POLICY: "jwt", AUTH_JWT_AUDIENCE: "svc", AUTH_JWT_JWKS_URL: "not a url" }));
+    expect(variablesOf(err)).toEqual(["AUTH_JWT_ISSUER", "AUTH_JWT_JWKS_URL"]);
+    expect(err.problems.find((p) => p.variable === "AUTH_JWT_JWKS_URL")?.message).not.toMatch(/required/);
+  });
+});
+
 describe("parseSettings: https rule for AUTH_JWT_JWKS_URL and TOKEN_EXCHANGE_URL", () => {
   const cases = [
     { variable: "AUTH_JWT_JWKS_URL", allow: "AUTH_JWT_ALLOW_HTTP_JWKS" },

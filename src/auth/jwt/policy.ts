@@ -11,7 +11,7 @@ import type { Clock } from "../../clock.js";
 import type { Ids } from "../../ids.js";
 import type { Logger } from "../../observability/logger.js";
 import { unauthorized, unavailable } from "../../problems.js";
-import type { Settings } from "../../settings/parse.js";
+import { jwtVariableProblems, type Settings } from "../../settings/parse.js";
 import { bearerToken, type AuthPolicy } from "../policy.js";
 import { ACTIONS, type Actor, type Principal } from "../principal.js";
 import { IssuerUnavailable, JwksCache, type KeyResolver, UnknownKey } from "./keys.js";
@@ -32,20 +32,9 @@ interface Deps {
   readonly logger: Logger;
 }
 
-export function jwtProblems(s: Settings): string[] {
-  const problems: string[] = [];
-  const hs = s.AUTH_JWT_ALGORITHMS.some((a) => a.startsWith("HS"));
-  const asymmetric = s.AUTH_JWT_ALGORITHMS.some((a) => !a.startsWith("HS"));
-  if (asymmetric && !s.AUTH_JWT_JWKS_URL && !s.AUTH_JWT_PUBLIC_KEY) problems.push("AUTH_JWT_JWKS_URL or AUTH_JWT_PUBLIC_KEY is required");
-  if (hs && !s.AUTH_JWT_SECRET) problems.push("AUTH_JWT_SECRET is required for HS algorithms");
-  if (!s.dev && !s.AUTH_JWT_ISSUER) problems.push("AUTH_JWT_ISSUER is required outside dev");
-  if (!s.dev && s.AUTH_JWT_AUDIENCE.length === 0) problems.push("AUTH_JWT_AUDIENCE is required outside dev");
-  return problems;
-}
-
 export async function createJwtPolicy(deps: Deps): Promise<JwtPolicy> {
   const { settings: s, clock, logger } = deps;
-  const problems = jwtProblems(s);
+  const problems = jwtVariableProblems(s, s.dev).map((p) => `${p.variable} ${p.message}`);
   const algorithms = new Set(s.AUTH_JWT_ALGORITHMS);
   const skew = s.AUTH_JWT_CLOCK_SKEW_S;
 
