@@ -3,11 +3,11 @@
  * drains runs on SIGTERM, refuses invalid settings naming every variable, and starts without a
  * model configured (runs then fail naming the setting). `npm test` builds dist first.
  */
-import { spawn } from "node:child_process";
 import { createServer as createHttpServer } from "node:http";
-import { connect as connectSocket, createServer, type Socket } from "node:net";
+import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { answerText, parseSse, readRest, readUntil } from "../helpers.js";
+import { expectConnectTimeoutToFailTheCall } from "./connect-timeout.js";
 import { startOtlpReceiver } from "../support/otlp-receiver.js";
 import { HOST, killSpawnedAfterEach, spawnEntry, startEntry } from "../support/service-process.js";
 
@@ -188,29 +188,8 @@ describe("TOOLS_MODULE", () => {
 
 describe("timeouts_ms.connect on the Node entry", () => {
   it("a connection not made within timeouts_ms.connect fails the call at once, long before the read timeout", async () => {
-    // A listener that never accepts: once its one-slot backlog is full, further connections wait in SYN.
-    const holder = spawn("python3", ["-c", "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(60)"]);
-    const sockets: Socket[] = [];
-    try {
-      const port = await new Promise<number>((resolve) => holder.stdout!.once("data", (d) => resolve(Number(String(d).trim()))));
-      for (let i = 0; i < 3; i++) sockets.push(connectSocket(port, HOST).on("error", () => {}));
-      await new Promise((r) => setTimeout(r, 200));
-      const svc = await startService({
-        ...FAKE,
-        TOOLS_MODULE: "test/runtime/fixtures/slow-api-tool.mjs",
-        API_POLICY_PATH: "test/runtime/fixtures/slow-api-policy.yaml",
-        SLOW_URL: `http://${HOST}:${port}`,
-      });
-      const t0 = performance.now();
-      const events = parseSse(await (await postChat(svc.base, "/call get_slow {}")).text());
-      const result = events.find((e) => e.event === "tool.result")!;
-      expect(result.data).toMatchObject({ is_error: true, result: expect.stringContaining("could not be reached within its connect timeout") });
-      expect(performance.now() - t0).toBeLessThan(4_000); // the read timeout is 8 s
-    } finally {
-      for (const s of sockets) s.destroy();
-      holder.kill("SIGKILL");
-    }
-  });
+    await expectConnectTimeoutToFailTheCall("node");
+  }, 30_000);
 });
 
 describe("trace export on the Node entry", () => {

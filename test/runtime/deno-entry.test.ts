@@ -1,13 +1,16 @@
 /**
- * The Deno entry serves as the Node entry does, over Deno's node:http (src/runtime/node-serve.ts):
- * event streams written straight to the response, and a waiting stream's connection taken from
- * node:http and given back after. These drive the built entry over raw connections, where the
- * framing and the connection's reuse show; the drain on SIGTERM of a handed-over stream is in
- * entries.test.ts. test/runtime/node-serve.test.ts covers the same on Node, in process.
+ * The Deno entry serves and calls out as the Node entry does. Its server is serveNode over Deno's
+ * node:http (src/runtime/node-serve.ts): event streams written straight to the response, and a
+ * waiting stream's connection taken from node:http and given back after. These drive the built
+ * entry over raw connections, where the framing and the connection's reuse show; the drain on
+ * SIGTERM of a handed-over stream is in entries.test.ts, and test/runtime/node-serve.test.ts
+ * covers the same on Node, in process. Its outbound fetch is the undici package's, so
+ * `timeouts_ms.connect` bounds connecting.
  */
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HOST, killSpawned, type ServiceProcess, startEntry, stopEntry } from "../support/service-process.js";
+import { expectConnectTimeoutToFailTheCall } from "./connect-timeout.js";
 
 const KEY = "k";
 let svc: ServiceProcess;
@@ -101,4 +104,10 @@ describe("deno entry: streams served over node:http", () => {
     await expect.poll(() => rawAnswers(raw.text()), { timeout: 10_000 }).toEqual(["echo: first", "echo: second"]);
     raw.socket.destroy();
   });
+});
+
+describe("deno entry: outbound calls", () => {
+  it("a connection not made within timeouts_ms.connect fails the call at once, long before the read timeout", async () => {
+    await expectConnectTimeoutToFailTheCall("deno");
+  }, 30_000);
 });
