@@ -66,13 +66,14 @@ export async function readUntil(res: Response, predicate: (events: SseEvent[]) =
 export const answerText = (events: SseEvent[]) =>
   events.filter((e) => e.event === "message.delta").map((e) => e.data.text as string).join("");
 
-export const waitFor = async (check: () => boolean | Promise<boolean>, ms = 5000) => {
+/** Polls `check` until it holds, for up to `ms`; a failure carries `context()` (a process's output, say). */
+export const waitFor = async (check: () => boolean | Promise<boolean>, ms = 5000, context?: () => string) => {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, 10));
   }
-  throw new Error("waitFor: condition not met in time");
+  throw new Error(`waitFor: condition not met in time${context ? `\n${context()}` : ""}`);
 };
 
 /** Reads what is left of a stream that readUntil stopped in, after `head`, to its end. */

@@ -6,7 +6,7 @@
  * (allowed, gated, refused, and a broken policy).
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -14,6 +14,7 @@ import { spawn } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI, cli, killChildren } from "../support/cli-process.js";
 import { waitFor } from "../helpers.js";
+import { freePort } from "../support/service-process.js";
 
 afterAll(killChildren);
 
@@ -88,25 +89,7 @@ describe("agentcli system check and graph", () => {
 });
 
 /** `count` consecutive free loopback ports (two by default): the first. */
-async function freePair(count = 2): Promise<number> {
-  for (let i = 0; i < 20; i++) {
-    const server = createServer();
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const port = (server.address() as { port: number }).port;
-    await new Promise((r) => server.close(r));
-    let free = port < 65000;
-    for (let k = 0; free && k < count; k++) free = await isFree(port + k);
-    if (free) return port;
-  }
-  throw new Error(`no ${count} free ports in a row`);
-}
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once("error", () => resolve(false));
-    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
-  });
-}
+const freePair = (count = 2): Promise<number> => freePort(count);
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
@@ -212,16 +195,16 @@ export default [defineTool({ name: "noop", description: "does nothing", paramete
     const run = up(held.file, held.dir);
     try {
       // Two start at once...
-      await waitFor(() => held.starts().length === 2, 20_000);
+      await waitFor(() => held.starts().length === 2, 20_000, run.output);
       expect(held.starts().sort()).toEqual(["a", "b"]);
       // ...and the third waits while both are starting.
       await new Promise((r) => setTimeout(r, 1500));
       expect(held.starts()).toEqual(expect.not.arrayContaining(["c"]));
       // a listens: c starts though b is still starting.
       held.release("a");
-      await waitFor(() => held.starts().includes("c"), 20_000);
+      await waitFor(() => held.starts().includes("c"), 20_000, run.output);
       held.release("b");
-      await waitFor(() => /Ctrl-C stops them all/.test(run.output()), 20_000);
+      await waitFor(() => /Ctrl-C stops them all/.test(run.output()), 20_000, run.output);
       expect(run.output()).toContain("starting 3 agents, 2 at a time (deploy.parallel)\n");
       expect(held.starts()).toEqual(expect.arrayContaining(["a", "b", "c"]));
     } finally {

@@ -21,6 +21,7 @@ import { chat, get, KEY, makeApp, post, readUntil, waitFor, type TestApp } from 
 import { createOrder, ordersPolicy } from "../support/orders.js";
 import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
 import { spawnReplica } from "../support/replica-process.js";
+import { freePort } from "../support/service-process.js";
 import { empty, recordingUpstream } from "../support/upstream.js";
 
 const DB = new URL(DSN);
@@ -38,17 +39,6 @@ afterAll(async () => {
   await pg.cleanup();
 });
 
-/** A free loopback port: listen on port 0, read it, close. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const metric = async (a: TestApp, name: string) => {
   const text = await (await a.fetch(new Request("http://test/metrics"))).text();

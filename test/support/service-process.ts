@@ -50,16 +50,28 @@ export function killSpawnedAfterEach(): void {
   afterAll(killSpawned);
 }
 
-/** A free loopback port: listen on port 0, read the port, close. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * The first of `count` consecutive free loopback ports, for a process that listens on them a
+ * moment later. Taken below the kernel's ephemeral range (Linux: 32768-60999), not from port 0:
+ * while the test run makes its many loopback connections, a port from that range can become the
+ * local port of one of them before the process listens, which then fails with EADDRINUSE (seen
+ * once: `system up`'s third agent, seconds after the check).
+ */
+export async function freePort(count = 1): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const port = 20_000 + Math.floor(Math.random() * (12_000 - count));
+    let free = true;
+    for (let k = 0; free && k < count; k++) free = await isFree(port + k);
+    if (free) return port;
+  }
+  throw new Error(`no ${count} free loopback ports in a row below 32000`);
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once("error", reject);
-    server.listen(0, HOST, () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, HOST, () => server.close(() => resolve(true)));
   });
 }
 
