@@ -88,8 +88,6 @@ describe("agentcli system check and graph", () => {
   });
 });
 
-/** `count` consecutive free loopback ports (two by default): the first. */
-const freePair = (count = 2): Promise<number> => freePort(count);
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
@@ -103,7 +101,7 @@ function accepts(port: number): Promise<boolean> {
 
 describe("agentcli system up", () => {
   it("starts both agents of a two-agent file; a chat on the first reaches the second; SIGTERM stops them", async () => {
-    const base = await freePair();
+    const base = await freePort(2);
     const { dir, file } = workspace(["front", "back"], `version: 1
 agents:
   front:
@@ -191,7 +189,7 @@ export default [defineTool({ name: "noop", description: "does nothing", paramete
   }
 
   it("starts deploy.parallel agents at a time; the next when one of them listens", async () => {
-    const held = heldAgents(["a", "b", "c"], 2, await freePair(3), (n) => (n === "c" ? "go" : "wait"));
+    const held = heldAgents(["a", "b", "c"], 2, await freePort(3), (n) => (n === "c" ? "go" : "wait"));
     const run = up(held.file, held.dir);
     try {
       // Two start at once...
@@ -216,7 +214,7 @@ export default [defineTool({ name: "noop", description: "does nothing", paramete
   }, 60_000);
 
   it("starts no agent after one fails to start; the ones up are stopped (exit 3)", async () => {
-    const held = heldAgents(["a", "b"], 1, await freePair(), (n) => (n === "a" ? "fail" : "go"));
+    const held = heldAgents(["a", "b"], 1, await freePort(2), (n) => (n === "a" ? "fail" : "go"));
     const run = up(held.file, held.dir);
     expect(await run.exited, run.output()).toBe(3);
     expect(run.output()).toContain("agentcli: agent a did not start (exit 3); stopping the others");
@@ -226,7 +224,7 @@ export default [defineTool({ name: "noop", description: "does nothing", paramete
 
   it("shares the environment's database.max_connections out as each agent's pool; too small a budget starts nothing (exit 3)", async () => {
     const names = ["a", "b", "c"];
-    const base = await freePair(3);
+    const base = await freePort(3);
     const { dir, file } = workspace(names, `version: 1\nagents:\n${names.map((n) => `  ${n}: {project: ${n}}\n`).join("")}environments:\n  local: {port_base: ${base}}\ndatabase:\n  max_connections: {local: 10}\n`);
     const log = join(dir, "pools.log");
     writeFileSync(log, "");

@@ -54,8 +54,8 @@ export function killSpawnedAfterEach(): void {
  * The first of `count` consecutive free loopback ports, for a process that listens on them a
  * moment later. Taken below the kernel's ephemeral range (Linux: 32768-60999), not from port 0:
  * while the test run makes its many loopback connections, a port from that range can become the
- * local port of one of them before the process listens, which then fails with EADDRINUSE (seen
- * once: `system up`'s third agent, seconds after the check).
+ * local port of one of them before the process listens, which then fails with EADDRINUSE (the
+ * likely cause of a `system up` test that failed once, its last agent listening seconds after).
  */
 export async function freePort(count = 1): Promise<number> {
   for (let i = 0; i < 100; i++) {
