@@ -350,8 +350,9 @@ function handOverSocket(out: ServerResponse): Socket | undefined {
   const socket = out.socket as (Socket & HttpInternals) | null;
   const req: IncomingMessage = out.req;
   const parser = socket?.parser;
-  const handedOver = socket ? servingServer(socket)?.[HANDED_OVER] : undefined;
-  if (!freeParser || !socket || !parser || !handedOver || socket.destroyed) return undefined;
+  const server = socket ? servingServer(socket) : undefined;
+  const handedOver = server?.[HANDED_OVER];
+  if (!freeParser || !socket || !parser || !server || !handedOver || socket.destroyed) return undefined;
   if (!out.headersSent || out.writableEnded || !out.chunkedEncoding) return undefined;
   // Nothing the response itself holds (a corked write, a write before the socket was its own):
   // what it passed on is in the socket's own buffer, ahead of what is written to it from now on.
@@ -368,7 +369,7 @@ function handOverSocket(out: ServerResponse): Socket | undefined {
   freeParser(parser, req, socket);
   out.detachSocket(socket);
   socket._paused = false;
-  forgetConnection(servingServer(socket)!, socket);
+  forgetConnection(server, socket);
   handedOver.add(socket);
   socket.on("close", forgetHandedOver);
   return socket;
@@ -381,11 +382,12 @@ function handOverSocket(out: ServerResponse): Socket | undefined {
  * having no response, read as idle: the drain on SIGTERM would cut the stream.
  */
 function forgetConnection(server: ServingServer, socket: Socket): void {
-  const list = (server as unknown as Record<symbol, unknown>)[connectionsKey(server) ?? NO_KEY] as { _all?: { has?: unknown }; remove?: (socket: Socket) => void } | undefined;
+  const key = connectionsKey(server);
+  if (!key) return;
+  const list = (server as unknown as Record<symbol, { _all?: { has?: unknown }; remove?: (socket: Socket) => void } | undefined>)[key];
   // Deno's Set is its primordials' SafeSet, not an instance of this realm's Set: read by shape.
   if (typeof list?._all?.has === "function" && typeof list.remove === "function") list.remove(socket);
 }
-const NO_KEY = Symbol("none");
 /** node:http's own symbol for a server's connections list, found once by its description. */
 let connections: symbol | null | undefined;
 function connectionsKey(server: Server): symbol | undefined {
