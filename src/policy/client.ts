@@ -25,7 +25,7 @@ import type { ApprovalGate, HeldCall, RelayRecord } from "./gate.js";
 import { type JudgedRequest, judgeRequest } from "./judge-request.js";
 import type { LabelIndex } from "./labels.js";
 import { TokenBucket } from "./limits.js";
-import { exchange, type ExchangeState, type OutboundCall, plainAnswer } from "./outbound.js";
+import { exchange, type ExchangeState, type OutboundCall } from "./outbound.js";
 import type { ApiRequest, ApiResponse, PeerApiClient } from "./types.js";
 import { queryString } from "./wire.js";
 
@@ -203,7 +203,7 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
       throw new ApiCallError(`${error.message}; the approved call may have reached the API and is not sent again; a person should check with the API before asking again`, { cause: error });
     throw error;
   }
-  await options.gate!.answered(approvalId, plainAnswer(response));
+  await options.gate!.answered(approvalId, response);
   return response;
 }
 
