@@ -465,8 +465,9 @@ async function benchClient(policyText, specs) {
     for (let r = 0; r < opts.rounds; r++) {
       // The client against the bare fetch, with no third mode between their blocks: a block of
       // the runtime's own fetch (another copy of undici) leaves the next block of calls through
-      // the entry's fetch about 10 us a call slower (the code and data of one evicted by the
-      // other's), and in groups of three the client's block would follow it every other group.
+      // the entry's fetch about 10 us a call slower (measured; the likely cause, not proven, is
+      // the caches: one copy's code and data evicted by the other's), and in groups of three the
+      // client's block would follow it every other group.
       const p = await paired([bareOnce, clientOnce], opts.n);
       const [bare, through] = p.stats;
       // fetch(url) against the bare fetch in a round of its own, each following the other alike.
