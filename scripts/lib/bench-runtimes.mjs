@@ -47,10 +47,16 @@ export const rssMb = (pid) => {
   }
 };
 
-/** Spawns the entry and resolves once it answers /health: `{ child, port, startMs }`. */
-export async function startEntry(runtime, env, children) {
+/**
+ * Spawns the entry and resolves once it answers /health: `{ child, port, startMs }`. `wrap`
+ * (command, args) -> [command, args] runs it inside something, a memory cgroup say
+ * (memory-cgroup.mjs), with the same pid.
+ */
+export async function startEntry(runtime, env, children, { wrap } = {}) {
   const port = await freePort();
-  const { command, args, env: scriptEnv } = scriptCommand(ROOT, ENTRY_SCRIPTS[runtime]);
+  const script = scriptCommand(ROOT, ENTRY_SCRIPTS[runtime]);
+  const [command, args] = wrap ? wrap(script.command, script.args) : [script.command, script.args];
+  const scriptEnv = script.env;
   const t0 = performance.now();
   const child = spawn(command, args, {
     cwd: ROOT,
