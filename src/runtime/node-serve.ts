@@ -147,7 +147,12 @@ class PacedSink implements SseSink {
     if (!this.beating) return;
     if (now - this.lastWrite >= this.heartbeatMs) {
       if (this.offered) this.offerHandOver();
-      if (this.buffered === "") this.write(KEEP_ALIVE);
+      // A handed-over stream with nothing on its way: the heartbeat's chunk, framed once for all,
+      // straight to the socket, without a turn of the loop or a string made for it. Ten thousand
+      // waiting conversations then allocate half as much between heartbeats (V8 reads the rate
+      // to decide when an idle process gets a full collection).
+      if (this.socket && !this.scheduled && this.buffered === "" && !this.ended()) this.socket.write(KEEP_ALIVE_CHUNK);
+      else if (this.buffered === "") this.write(KEEP_ALIVE);
       this.lastWrite = now;
     }
     this.dueAt(this.lastWrite + this.heartbeatMs);
@@ -302,6 +307,7 @@ function chunk(text: string): string {
   return `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
 }
 const LAST_CHUNK = "0\r\n\r\n";
+const KEEP_ALIVE_CHUNK = chunk(KEEP_ALIVE);
 
 /** How long a handed-over connection that closes waits for its client to close it after the stream's end. */
 const CLOSE_GRACE_MS = 5_000;
