@@ -217,12 +217,29 @@ class LiveRun implements RunHandle, ActiveRun {
     const now = performance.now();
     if (now >= this.deadline) return this.stop("timeout");
     const { renewMs } = this.ctx.leases.timings;
-    if (now - this.started >= renewMs)
-      this.ctx.leases.renew(this.input.lease).then(
-        (held) => (held ? (this.leaseFrom = now) : this.stop("lease_lost")),
+    if (now - this.started >= renewMs) this.renew(now);
+    this.schedule(now);
+  }
+
+  /** Renews the lease, asked at `now`; a lease kept in this process answers at once, without a promise. */
+  private renew(now: number): void {
+    let held: Promise<boolean> | boolean;
+    try {
+      held = this.ctx.leases.renew(this.input.lease);
+    } catch {
+      held = false;
+    }
+    if (typeof held === "boolean") this.renewed(held, now);
+    else
+      held.then(
+        (ok) => this.renewed(ok, now),
         () => this.stop("lease_lost"),
       );
-    this.schedule(now);
+  }
+
+  private renewed(held: boolean, asked: number): void {
+    if (held) this.leaseFrom = asked;
+    else this.stop("lease_lost");
   }
 
   /**

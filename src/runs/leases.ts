@@ -25,8 +25,8 @@ export interface ThreadLeases {
   claim(purpose: string): LeaseClaim;
   /** Takes the thread, waiting up to `waitMs` for its holder to let go; null if it did not. */
   take(threadId: string, purpose: string, waitMs?: number): Promise<LeaseHandle | null>;
-  /** Extends the lease; false once it was lost. */
-  renew(handle: LeaseHandle): Promise<boolean>;
+  /** Extends the lease; false once it was lost (at once from a lease kept in this process). */
+  renew(handle: LeaseHandle): Promise<boolean> | boolean;
   /** Lets the thread go; never throws (an unreleased lease expires on its own). */
   release(handle: LeaseHandle): Promise<void>;
 }

@@ -33,11 +33,21 @@ describe("interrupted runs", () => {
     expect(app.activeRuns).toBe(0);
   });
 
-  it("a run that cannot renew its lease stops as interrupted before it writes again", async () => {
+  // A lease port may answer a renewal with a promise or at once (a lease kept in the process).
+  it.each<[string, () => Promise<boolean> | boolean]>([
+    ["a promise of false", () => Promise.resolve(false)],
+    ["false at once", () => false],
+    [
+      "a throw at once",
+      () => {
+        throw new Error("lease store gone");
+      },
+    ],
+  ])("a run that cannot renew its lease (%s) stops as interrupted before it writes again", async (_, refused) => {
     store = createMemoryStore();
     const inner = createMemoryLease(systemClock);
     let allowRenew = true;
-    const lease: ThreadLease = { ...inner, renew: (h, ttl) => (allowRenew ? inner.renew(h, ttl) : Promise.resolve(false)) };
+    const lease: ThreadLease = { ...inner, renew: (h, ttl) => (allowRenew ? inner.renew(h, ttl) : refused()) };
     app = await makeApp({}, { store, lease, leaseTimings: { renewMs: 20, ttlMs: 1000 } });
     const res = await app.fetch(post("/chat", { message: "/sleep 400\nlater", thread_id: "lost" }));
     const { reader, events } = await readUntil(res, (ev) => ev.some((e) => e.event === "message.start"));
@@ -47,6 +57,14 @@ describe("interrupted runs", () => {
     const messages = await store.getMessages("lost");
     expect(messages.map((m) => m.role)).toEqual(["user"]);
     await reader.cancel();
+  });
+
+  it("the in-process lease answers a renewal at once, without a promise", async () => {
+    const lease = createMemoryLease(systemClock);
+    const handle = (await lease.acquire("t", "me", 1000))!;
+    expect(lease.renew(handle, 1000)).toBe(true);
+    await lease.release(handle);
+    expect(lease.renew(handle, 1000)).toBe(false);
   });
 
   it("renews the lease while a run lasts longer than its ttl", async () => {

@@ -14,8 +14,12 @@ export interface ThreadLease {
    * concurrent calls for one thread exactly one caller gets a handle, the others null.
    */
   acquire(threadId: string, holder: string, ttlMs: number): Promise<LeaseHandle | null>;
-  /** Extends a lease still held by this handle; false once it was lost (expired and taken). */
-  renew(handle: LeaseHandle, ttlMs: number): Promise<boolean>;
+  /**
+   * Extends a lease still held by this handle; false once it was lost (expired and taken). A lease
+   * kept in this process may answer at once, without a promise: every waiting run renews every
+   * few seconds, and ten thousand of them would otherwise make a promise and its handlers each time.
+   */
+  renew(handle: LeaseHandle, ttlMs: number): Promise<boolean> | boolean;
   /** Frees the thread if this handle still holds it. */
   release(handle: LeaseHandle): Promise<void>;
   /** True while an unexpired lease is held on the thread. */
