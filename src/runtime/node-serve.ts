@@ -162,10 +162,10 @@ class PacedSink implements SseSink {
   private dueAt(at: number): void {
     const tick = Math.max(Math.ceil(at / HEARTBEAT_TICK_MS), nextTick);
     let bucket = due.get(tick);
-    if (!bucket) due.set(tick, (bucket = spareBuckets.pop() ?? []));
+    if (!bucket) due.set(tick, (bucket = spareBuckets.pop() ?? { sinks: [], size: 0 }));
     this.tick = tick;
-    this.slot = bucket.length;
-    bucket.push(this);
+    this.slot = bucket.size;
+    bucket.sinks[bucket.size++] = this;
   }
 
   /** Out of its bucket: the bucket's last stream takes its place. */
@@ -174,12 +174,13 @@ class PacedSink implements SseSink {
     this.tick = -1;
     const bucket = tick < 0 ? undefined : due.get(tick);
     if (!bucket) return;
-    const last = bucket.pop()!;
+    const last = bucket.sinks[--bucket.size]!;
+    bucket.sinks[bucket.size] = undefined;
     if (last !== this) {
-      bucket[this.slot] = last;
+      bucket.sinks[this.slot] = last;
       last.slot = this.slot;
     }
-    if (bucket.length === 0) {
+    if (bucket.size === 0) {
       due.delete(tick);
       spare(bucket);
     }
@@ -411,17 +412,28 @@ function offerHandOver(sink: PacedSink): void {
 
 /** How often the idle streams are looked at: a heartbeat is at most this late. */
 const HEARTBEAT_TICK_MS = 50;
+/**
+ * The streams due at one tick: the first `size` of `sinks`. The array keeps its length when the
+ * bucket empties (its slots cleared): setting an array's length to 0 gives up its storage in V8,
+ * and every use would grow it again from nothing, a heartbeat at a time.
+ */
+interface Bucket {
+  readonly sinks: (PacedSink | undefined)[];
+  size: number;
+}
 /** Beating streams by the tick (time / HEARTBEAT_TICK_MS, rounded up) at which they are next due. */
-const due = new Map<number, PacedSink[]>();
+const due = new Map<number, Bucket>();
 /**
  * Emptied buckets, used again: a bucket lives until its tick (a heartbeat period), long enough
  * for V8 to move it to the old generation, where thrown-away ones would pile up between major
  * collections while ten thousand streams beat.
  */
-const spareBuckets: PacedSink[][] = [];
-function spare(bucket: PacedSink[]): void {
-  bucket.length = 0;
-  if (spareBuckets.length < 64) spareBuckets.push(bucket);
+const spareBuckets: Bucket[] = [];
+/** Room for this many streams is kept in a spare bucket; one grown past it by a burst is let go. */
+const SPARE_BUCKET_ROOM = 2048;
+function spare(bucket: Bucket): void {
+  bucket.size = 0;
+  if (spareBuckets.length < 64 && bucket.sinks.length <= SPARE_BUCKET_ROOM) spareBuckets.push(bucket);
 }
 /** Streams that beat: the timer runs while there are any. */
 let beating = 0;
@@ -439,7 +451,12 @@ function beatDue(): void {
     // Past this tick before its streams are put back: none lands in a tick already looked at.
     nextTick++;
     if (!bucket) continue;
-    for (const sink of bucket) sink.beatIfIdle(now);
+    const { sinks } = bucket;
+    for (let i = 0; i < bucket.size; i++) {
+      const sink = sinks[i]!;
+      sinks[i] = undefined;
+      sink.beatIfIdle(now);
+    }
     spare(bucket);
   }
 }
