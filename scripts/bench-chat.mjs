@@ -17,9 +17,10 @@
 //    sleeps held for --hold seconds with a heartbeat every 2 s, the entry's RSS (/proc) as started,
 //    with half of them held and with all held (perConversation: marginal and average), then after
 //    holding them --settle seconds more (60; the opening's garbage waits for a full collection,
-//    which V8 runs once it sees the process idle), and /health sampled while they are held; the Node entry once more under the chart's memory limit
-//    (--memory-limit, 512 MB; 0 skips it), in a memory cgroup of its own as in a container, where
-//    this machine lets one be made (Linux, write access to the cgroup tree); then the bare route's
+//    which V8 runs once it sees the process idle), and /health sampled while they are held; the
+//    Node entry once more under the chart's memory limit (--memory-limit, 512 MB; 0 skips it), in
+//    a memory cgroup of its own as in a container, where this machine lets one be made (Linux,
+//    write access to the cgroup tree); then the bare route's
 //    streams and node:http's alone (the floor: one event and a heartbeat, nothing else), each in
 //    a child of its own (scripts/bench-chat-idle.mjs), for comparison.
 //
@@ -558,8 +559,9 @@ async function main() {
     const streams = idleStreams();
     for (const runtime of idleRuntimes) idle[runtime] = await benchIdleEntry(runtime, streams);
     // The Node entry again as the chart deploys it: under a container's memory limit, from which
-    // Node sizes V8's heap (on a host without one, V8 lets the old generation grow further
-    // between full collections: up to 4x, here, against 1.3x under 512 MB).
+    // Node sizes V8's heap (a 259 MB heap limit under 512 MB, 4 GB on a 24 GB host). By our
+    // reading of V8's heap controller, a small limit also lets the old generation grow less
+    // between full collections (a factor of 1.3-2 against up to 4); not measured as such.
     if (idleRuntimes.includes("node") && opts.memoryLimit > 0)
       idle.nodeLimited = await benchIdleEntry("node", streams, {}, `node, ${opts.memoryLimit} MB limit`, { memoryLimitMb: opts.memoryLimit });
     for (const mode of ["bare", "raw"]) {
