@@ -11,6 +11,7 @@ import { describeSegments, judge, type JudgedCall } from "./judge.js";
 import { readRpcCall } from "./jsonrpc.js";
 import type { LabelIndex } from "./labels.js";
 import { PathError, type ResolvedPath, resolvePath } from "./paths.js";
+import { HTTP_METHODS } from "./schema.js";
 import type { ApiRequest } from "./types.js";
 import { checkBody, queryPairs, toolHeaders } from "./wire.js";
 
@@ -30,11 +31,19 @@ export interface JudgedRequest {
   readonly held: HeldCall;
 }
 
+/**
+ * The methods a policy can name. Checks on a call's path are written without regular
+ * expressions where they can be: a call runs them once, between two trips through the network
+ * stack that leave the caches cold, and cold, a regular expression's machinery cost about as much
+ * as the rest of its step (bench:policy, judgeRequest timed in the flow on Node 20).
+ */
+const KNOWN_METHODS: ReadonlySet<string> = new Set(HTTP_METHODS);
+
 export function judgeRequest(policy: Policy, labels: LabelIndex, apiName: string, request: ApiRequest): JudgedRequest {
   const api = policy.apis.get(apiName);
   if (!api) throw new ApiPolicyError(`there is no API named ${JSON.stringify(apiName)} in the policy; nothing was sent`);
   const method = typeof request.method === "string" ? request.method.toUpperCase() : "";
-  if (!/^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/.test(method)) throw new ApiPolicyError("the method is not an HTTP method the policy knows; nothing was sent");
+  if (!KNOWN_METHODS.has(method)) throw new ApiPolicyError("the method is not an HTTP method the policy knows; nothing was sent");
 
   const resolved = resolveRequestPath(request);
   const { path } = resolved;

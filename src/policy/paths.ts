@@ -120,7 +120,6 @@ interface ParsedTemplate {
 
 const templates = new Map<string, ParsedTemplate>();
 const TEMPLATE_CACHE_MAX = 1000;
-const SIMPLE_VALUE = /^[A-Za-z0-9_~-][A-Za-z0-9._~-]*$/;
 
 function parseTemplate(template: string): ParsedTemplate {
   let parsed = templates.get(template);
@@ -143,6 +142,20 @@ function parseTemplate(template: string): ParsedTemplate {
   if (templates.size >= TEMPLATE_CACHE_MAX) templates.clear();
   templates.set(template, parsed);
   return parsed;
+}
+
+/**
+ * A value of unreserved characters only, not starting with a dot: sent as written, its own
+ * normalized segment. A loop, not a regular expression: see judge-request.ts's KNOWN_METHODS.
+ */
+function isSimpleValue(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const letterOrDigit = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57);
+    // - _ ~ anywhere; . not first
+    if (!letterOrDigit && c !== 45 && c !== 95 && c !== 126 && (c !== 46 || i === 0)) return false;
+  }
+  return text.length > 0;
 }
 
 export interface ResolvedPath {
@@ -174,7 +187,7 @@ export function resolvePath(template: string, params: Readonly<Record<string, st
     const text = String(value);
     if (text === "" || text === "." || text === ".." || text.includes("/"))
       throw new PathError(`path parameter ${part.param} must be one non-empty segment (not ., .. or containing /)`);
-    if (SIMPLE_VALUE.test(text)) {
+    if (isSimpleValue(text)) {
       segments.push(text);
       path += `/${text}`;
     } else {

@@ -65,7 +65,7 @@ export function queryPairs(query: ApiRequest["query"], pagination: { param: stri
   for (const pair of pairs) {
     const key = canonicalKey(pair[0]);
     if (key === "_method") throw new ApiPolicyError("the query parameter _method is refused (method override); nothing was sent");
-    if (key === param && (!/^\s*\d+\s*$/.test(pair[1]) || Number(pair[1]) > pagination!.max)) pair[1] = String(pagination!.max);
+    if (key === param && (!isWholeNumber(pair[1]) || Number(pair[1]) > pagination!.max)) pair[1] = String(pagination!.max);
   }
   return pairs;
 }
@@ -76,12 +76,32 @@ function queryValue(key: string, v: unknown): string {
   return String(v);
 }
 
-/** A key already in its canonical spelling (most are): nothing to decode, trim, lower or drop. */
-const PLAIN_KEY = /^[a-z0-9_.-]+$/;
+/**
+ * A key already in its canonical spelling (most are): nothing to decode, trim, lower or drop.
+ * Loops, not regular expressions, on a call's path: see judge-request.ts's KNOWN_METHODS.
+ */
+function isPlainKey(key: string): boolean {
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    // a-z 0-9 _ . -
+    if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 95 || c === 46 || c === 45)) return false;
+  }
+  return key.length > 0;
+}
+
+/** Digits, maybe with white space around them (what Number() reads as a whole number of them). */
+function isWholeNumber(text: string): boolean {
+  const digits = text.trim();
+  for (let i = 0; i < digits.length; i++) {
+    const c = digits.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return digits.length > 0;
+}
 
 /** A query key in every spelling a server may read alike: decoded, trimmed, lower case, `[]` dropped. */
 function canonicalKey(key: string): string {
-  if (PLAIN_KEY.test(key)) return key;
+  if (isPlainKey(key)) return key;
   let k = key;
   if (k.includes("%")) {
     try {
@@ -162,9 +182,22 @@ function tooLarge(maxBytes: number): Error {
 
 const decoder = new TextDecoder();
 
+/** `json` as a word of the content type, in any case (application/json, application/problem+json). */
+function namesJson(contentType: string): boolean {
+  const type = contentType.toLowerCase();
+  for (let at = type.indexOf("json"); at >= 0; at = type.indexOf("json", at + 1))
+    if (!isWordChar(type.charCodeAt(at - 1)) && !isWordChar(type.charCodeAt(at + 4))) return true;
+  return false;
+}
+
+/** A character \w matches (NaN, past either end of the text, is not one). */
+function isWordChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
+}
+
 export function parseAnswer(bytes: Uint8Array, contentType: string | null): JsonValue | string {
   const text = decoder.decode(bytes);
-  if (contentType && /\bjson\b/i.test(contentType)) {
+  if (contentType && namesJson(contentType)) {
     try {
       return JSON.parse(text) as JsonValue;
     } catch {

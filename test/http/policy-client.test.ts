@@ -638,6 +638,10 @@ describe("what is sent", () => {
       [{ limit: "0x100" }, "limit=50"],
       [{ limit: true }, "limit=50"],
       [{ limit: "" }, "limit=50"],
+      // White space around the digits is read as Number() reads it; digits of other scripts are not digits.
+      [{ limit: " 20 " }, "limit=%2020%20"],
+      [{ limit: "\t70\n" }, "limit=50"],
+      [{ limit: "\u0663" }, "limit=50"],
       [{ q: "a b&c=d", limit: 20, page: 3 }, "q=a%20b%26c%3Dd&limit=20&page=3"],
       [{ tags: ["x", "y"] }, "tags=x&tags=y"],
     ];

@@ -35,3 +35,22 @@ describe("the answer a tool reads", () => {
     expect(structuredClone(await answerOf(upstream()))).toEqual(expected);
   });
 });
+
+describe("the answer's body", () => {
+  const bodyOf = async (contentType: string | undefined, text: string) => {
+    const headers: Record<string, string> = contentType === undefined ? {} : { "content-type": contentType };
+    return (await answerOf(new Response(text, { status: 200, headers }))).body;
+  };
+
+  it("is parsed as JSON when the content type names json as a word, in any case", async () => {
+    for (const type of ["application/json", "Application/JSON; charset=utf-8", "application/problem+json", "application/vnd.api+json", "json", "text/x-json"])
+      expect(await bodyOf(type, '{"a":1}'), type).toEqual({ a: 1 });
+  });
+
+  it("is text when json is not a word of the content type, or the JSON does not parse", async () => {
+    for (const type of ["text/plain", "application/jsonl", "text/jsonish", "application/xjson", "application/json_seq", undefined])
+      expect(await bodyOf(type, '{"a":1}'), String(type)).toBe('{"a":1}');
+    expect(await bodyOf("application/json", "not json")).toBe("not json");
+  });
+});
+
