@@ -182,7 +182,7 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   // Approvals do not bind them (they are not part of the call shown): a resumed run sends its own.
   run.tracing.inject(headers, propagationTarget(api), span, run.scope.logger.requestId);
   const url = `${base}${judged.path}${queryString(call.query)}`;
-  if (approvalId === undefined) return transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span, false);
+  if (approvalId === undefined) return transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
   // Fenced by the run's own clock as late as can be: a run that stalled past its lease between
   // the claim and here is no longer the only one on the thread, and the run now resuming it reads
   // the claimed call as unknown; sending it now would surprise everyone.
@@ -195,7 +195,7 @@ async function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, req
   try {
     // Claimed: sent even if the run stopped during the claim, since only this run may send it now
     // and nothing else would; its answer is recorded for the next run to read.
-    response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span, true);
+    response = await transmit(run, { api, method: judged.method, url, headers, body: call.body, operation }, span);
   } catch (error) {
     // Claimed and handed over, and no answer: it may have reached the API. Never sent again.
     await options.gate!.unanswered?.(approvalId);
@@ -251,14 +251,15 @@ function refusePlainHttpPeer(options: PolicyClientOptions, api: ApiPolicy): void
     throw new ApiPolicyError(`API ${api.name} would send a credential over plain http to a host that is not loopback, a single-label name or a .svc name; nothing was sent`);
 }
 
+/** Both limits are read only where the API has them: nothing is counted for one without. */
 function takeLimits(run: RunCalls, api: ApiPolicy): void {
-  const max = api.limits.maxCallsPerRun;
-  const used = run.counts.get(api.name) ?? 0;
+  const { maxCallsPerRun: max, ratePerMinute } = api.limits;
+  const used = max === undefined ? 0 : (run.counts.get(api.name) ?? 0);
   if (max !== undefined && used >= max)
     throw new ApiPolicyError(`this run already made ${max} calls to API ${api.name} (limits.max_calls_per_run); nothing was sent`);
-  const bucket = run.buckets.get(api.name);
-  if (bucket && !bucket.take()) throw new ApiPolicyError(`API ${api.name} is over its rate limit (limits.rate_per_minute); try again later; nothing was sent`);
-  run.counts.set(api.name, used + 1);
+  if (ratePerMinute !== undefined && !run.buckets.get(api.name)!.take())
+    throw new ApiPolicyError(`API ${api.name} is over its rate limit (limits.rate_per_minute); try again later; nothing was sent`);
+  if (max !== undefined) run.counts.set(api.name, used + 1);
 }
 
 /**
@@ -308,8 +309,11 @@ class InFlight extends Deadline {
   }
 }
 
-/** `claimed`: an approved call this run claimed, sent whether or not the run has stopped since. */
-async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan, claimed: boolean): Promise<ApiResponse> {
+/**
+ * Sends a decided call. The run's stop was checked by send() with nothing awaited since, or the
+ * call is an approved one this run claimed, sent whether or not the run has stopped since.
+ */
+async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Promise<ApiResponse> {
   const { scope, inflight, deadlines } = run;
   const { api } = call;
   const started = performance.now();
@@ -323,7 +327,6 @@ async function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan, clai
   // for headers is left to the runtime's own timeouts.
   let waiting: InFlight | undefined;
   let failed = false;
-  if (!claimed) scope.signal.throwIfAborted();
   const pending = exchange(run.options.fetch, call, state);
   try {
     // One promise settles first: the answer, the deadline, or the run's stop (see RunCalls.inflight).

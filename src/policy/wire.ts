@@ -117,8 +117,18 @@ function canonicalKey(key: string): string {
 
 export function queryString(pairs: readonly (readonly [string, string])[]): string {
   let out = "";
-  for (const [k, v] of pairs) out += `${out === "" ? "?" : "&"}${encodeURIComponent(k)}=${encodeURIComponent(v)}`;
+  for (const [k, v] of pairs) out += `${out === "" ? "?" : "&"}${encoded(k)}=${encoded(v)}`;
   return out;
+}
+
+/** encodeURIComponent, but a text of unreserved characters only (most keys and values) is itself. */
+function encoded(text: string): string {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // A-Z a-z 0-9 - . _ ~
+    if (!((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 45 || c === 46 || c === 95 || c === 126)) return encodeURIComponent(text);
+  }
+  return text;
 }
 
 /** Refuses a JSON body that asks for a method override. */

@@ -644,6 +644,10 @@ describe("what is sent", () => {
       [{ limit: "\u0663" }, "limit=50"],
       [{ q: "a b&c=d", limit: 20, page: 3 }, "q=a%20b%26c%3Dd&limit=20&page=3"],
       [{ tags: ["x", "y"] }, "tags=x&tags=y"],
+      // Unreserved characters as written, everything else as encodeURIComponent writes it (and
+      // the URL parser then writes ' of a query as %27).
+      [{ "a.b_c~d-E9": "x.Y~z-0_" }, "a.b_c~d-E9=x.Y~z-0_"],
+      [{ "k*": "!'()*", q: "é/ü?#" }, "k*=!%27()*&q=%C3%A9%2F%C3%BC%3F%23"],
     ];
     for (const [query, expected] of cases) {
       seen.length = 0;
