@@ -18,10 +18,12 @@ export function nodeOutboundFetch(): typeof fetch {
   function send(mod: typeof import("undici"), input: RequestInfo | URL, init: RequestInit & { connectTimeoutMs?: number }, ms: number): Promise<Response> {
     let agent = agents.get(ms);
     if (!agent) agents.set(ms, (agent = new mod.Agent({ connect: { timeout: ms } })));
-    // The init as given, with our dispatcher last (ours wins). The connect timeout rides along:
-    // undici reads only the members of RequestInit and its own dispatcher. A spread, not a copy
-    // key by key: on a call's path, with the caches cold, the loop cost more (bench:policy).
-    return mod.fetch(input as never, { ...init, dispatcher: agent } as never) as unknown as Promise<Response>;
+    // The init's members less the connect timeout, copied by hand: object rest and spread cost
+    // more than the loop on a call's path. The dispatcher is set last: ours wins.
+    const options: Record<string, unknown> = {};
+    for (const key in init) if (key !== "connectTimeoutMs" && Object.hasOwn(init, key)) options[key] = init[key as keyof RequestInit];
+    options.dispatcher = agent;
+    return mod.fetch(input as never, options as never) as unknown as Promise<Response>;
   }
 
   return ((input: RequestInfo | URL, init?: RequestInit & { connectTimeoutMs?: number }) => {
