@@ -27,6 +27,10 @@
 //    10 us a call over the next block, measured). The client against fetch(url) and the
 //    difference of the means of all calls are printed beside it, and a smaller bare-against-bare
 //    round in each round shows the harness's own noise.
+// 3. In the flow: the client and the bare call by turns (2 x --n calls each), each call cut where
+//    the fetch is handed the call and where its answer arrives; the p50 of each part is printed
+//    (the client's work before the fetch, the time in flight, the reading of the answer against
+//    res.json()). A breakdown, not the figure judged.
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { stringify } from "yaml";
@@ -394,6 +398,63 @@ async function paired(fns, n) {
   };
 }
 
+/**
+ * Where the client's time goes, timed inside the flow: a second client (same policy, same fetch,
+ * wrapped to note when the call is handed to it and when its answer arrives) and the bare call
+ * take turns call by call, and each call is cut in three: the client's own work before the
+ * fetch, the time in flight, and the reading of the answer (the client's, against the bare
+ * call's `res.json()`). Medians of `n` calls each. The steps cost far more here than in a hot
+ * loop: between two trips through the network stack the client's code and data are out of the
+ * caches, and each call brings them back.
+ */
+async function inFlow({ setup, entryFetch, scope, request, url, n }) {
+  let handed = 0;
+  let answered = 0;
+  const noted = (input, init) => {
+    handed = performance.now();
+    const pending = entryFetch(input, init);
+    pending.then(() => (answered = performance.now()), () => {});
+    return pending;
+  };
+  const client = createPolicyClient({
+    policy: setup.policy,
+    baseUrls: setup.baseUrls,
+    tokens: setup.tokens,
+    labels: setup.labels,
+    fetch: noted,
+    clock: { now: () => Date.now() },
+    logger: silent,
+    gate: undefined,
+    sharedDeadlines: true,
+  });
+  const api = client.forRun(scope)({ tool: "bench", toolCallId: "call-flow", reason: "" });
+  const cut = { before: new Float64Array(n), clientFlight: new Float64Array(n), clientRead: new Float64Array(n), bareFlight: new Float64Array(n), bareRead: new Float64Array(n) };
+  try {
+    for (let i = -Math.min(n, 1000); i < n; i++) {
+      const t0 = performance.now();
+      const res = await api.request("api", request);
+      const t1 = performance.now();
+      if (res.status !== 200 || res.body.id !== "42") throw new Error(`client: unexpected answer ${res.status}`);
+      const c = [handed - t0, answered - handed, t1 - answered];
+      const b0 = performance.now();
+      const bare = await noted(url, { connectTimeoutMs: CONNECT_MS });
+      const body = await bare.json();
+      const b1 = performance.now();
+      if (bare.status !== 200 || body.id !== "42") throw new Error(`bare fetch: unexpected answer ${bare.status}`);
+      if (i < 0) continue; // warm-up
+      cut.before[i] = c[0];
+      cut.clientFlight[i] = c[1];
+      cut.clientRead[i] = c[2];
+      cut.bareFlight[i] = answered - b0;
+      cut.bareRead[i] = b1 - answered;
+    }
+  } finally {
+    client.close();
+  }
+  const p50 = (times) => percentile(Float64Array.from(times).sort(), 50) * 1000;
+  return { n, before: p50(cut.before), clientFlight: p50(cut.clientFlight), bareFlight: p50(cut.bareFlight), clientRead: p50(cut.clientRead), bareRead: p50(cut.bareRead) };
+}
+
 async function benchClient(policyText, specs) {
   const { server, port } = await upstream();
   const base = `http://127.0.0.1:${port}`;
@@ -495,8 +556,10 @@ async function benchClient(policyText, specs) {
           `over fetch(url) ${round.overRuntime.toFixed(1)} us | bare vs bare ${noise.at(-1).toFixed(1)}%`,
       );
     }
+    const flow = await inFlow({ setup, entryFetch, scope, request, url, n: opts.n * 2 });
     const m = (f) => median(rounds.map(f));
     return {
+      flow,
       bare: { mean: m((r) => r.bare.mean), p50: m((r) => r.bare.p50), p99: m((r) => r.bare.p99) },
       through: { mean: m((r) => r.through.mean), p50: m((r) => r.through.p50), p99: m((r) => r.through.p99) },
       runtime: { mean: m((r) => r.runtime.mean), p50: m((r) => r.runtime.p50), p99: m((r) => r.runtime.p99) },
@@ -547,6 +610,11 @@ async function main() {
   log(`  added latency  ${lat.added.toFixed(1)} us per call (${lat.pct.toFixed(1)}% of bare; median of paired blocks), ${lat.meanAdded.toFixed(1)} us on the means of all calls (${lat.meanPct.toFixed(1)}%)`);
   log(`  over fetch(url) ${lat.overRuntime.toFixed(1)} us per call (${lat.overRuntimePct.toFixed(1)}%)`);
   log(`  bare vs bare   ${lat.noisePct.toFixed(1)}% (the same call under two names: the harness's own noise)`);
+  const f = lat.flow;
+  log(`in the flow (client and bare call by turns, p50 of ${f.n.toLocaleString("en-US")} calls each):`);
+  log(`  the client's work before it hands the call to fetch  ${f.before.toFixed(1).padStart(6)} us`);
+  log(`  in flight (fetch to its answer)                      ${f.clientFlight.toFixed(1).padStart(6)} us, bare ${f.bareFlight.toFixed(1)} us`);
+  log(`  reading the answer and the client's wrap-up          ${f.clientRead.toFixed(1).padStart(6)} us, bare res.json() ${f.bareRead.toFixed(1)} us`);
 
   log("");
   log("summary");
