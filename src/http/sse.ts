@@ -182,7 +182,10 @@ class Stream implements SseStream, DirectSse {
   private write(text: string): void {
     if (!this.open) return;
     this.pending += text;
-    if (this.sink?.paced) this.flush();
+    // Not attached yet (the run spoke before its response was made): attach writes what is
+    // pending, so no timer is set for it.
+    if (this.sink === undefined) this.started = true;
+    else if (this.sink.paced) this.flush();
     else if (!this.started) {
       this.started = true;
       this.flush();

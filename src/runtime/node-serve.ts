@@ -119,18 +119,27 @@ class PacedSink implements SseSink {
     else if (this.socket) this.endHandedOver(this.socket, all);
   }
 
+  /**
+   * Heartbeats every `ms` while the stream is idle. Taken up at the stream's first write
+   * (push): a run that answers within its first turn (a quick model, a refusal) has ended by
+   * then and never joins a bucket.
+   */
   beatEvery(ms: number): void {
-    if (this.ended() || this.beating) return;
     this.heartbeatMs = ms;
+  }
+
+  private startBeating(): void {
+    if (this.beating || this.heartbeatMs <= 0) return;
     this.beating = true;
     if (beating++ === 0) {
       nextTick = Math.floor(Date.now() / HEARTBEAT_TICK_MS);
       beatTimer = setInterval(beatDue, HEARTBEAT_TICK_MS).unref();
     }
-    this.dueAt(this.lastWrite + ms);
+    this.dueAt(this.lastWrite + this.heartbeatMs);
   }
 
   stop(): void {
+    this.heartbeatMs = 0;
     if (!this.beating) return;
     this.beating = false;
     this.leaveBucket();
@@ -203,6 +212,7 @@ class PacedSink implements SseSink {
       if (out) out.write(text);
       else this.socket!.write(chunk(text));
     } else if (out && !out.headersSent) out.flushHeaders();
+    this.startBeating();
     // Still going after its first words: the run waits (on its model, a tool, a person), and the
     // stream goes on without node:http's state for it (handOver), once node:http has passed what
     // it holds of this write to the socket (it corks until the end of this turn).

@@ -6,7 +6,7 @@
  */
 import type { Server } from "node:http";
 import { connect, type Socket } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp, defineTool } from "../../src/runtime/package.js";
 import { directStreamsFetch, serveNode } from "../../src/runtime/node-serve.js";
 import { createMemoryLease } from "../../src/store/memory/lease.js";
@@ -86,6 +86,30 @@ describe("serveNode", () => {
     expect(text).toMatch(/^event: message.start\n[^]*: keep-alive\n\n/);
     aborter.abort();
     await expect.poll(async () => (await store.listRuns("t1"))[0]?.status, { timeout: 5_000 }).toBe("cancelled");
+  });
+
+  it("starts no heartbeat for a stream that ends in its first turn; one that waits gets its heartbeats", async () => {
+    const { base } = await served({ SSE_HEARTBEAT_S: "1" });
+    // The heartbeats' one timer for the process ticks every 50 ms (HEARTBEAT_TICK_MS) while a stream beats.
+    const intervals = vi.spyOn(globalThis, "setInterval");
+    const ticks = () => intervals.mock.calls.filter((call) => call[1] === 50).length;
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await chat(base, `quick ${i}`);
+        expect(answerText(parseSse(await res.text()))).toBe(`echo: quick ${i}`);
+      }
+      expect(ticks()).toBe(0);
+      const res = await fetch(`${base}/chat`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ message: "/sleep 1500\nwait", thread_id: "t2" }),
+      });
+      const text = await res.text();
+      expect(text).toMatch(/^event: message.start\n[^]*: keep-alive\n\n[^]*event: message.end\n/);
+      expect(ticks()).toBe(1);
+    } finally {
+      intervals.mockRestore();
+    }
   });
 
   it("cancels the run of a client that went away while the run was being started (a slow claim of the thread)", async () => {
