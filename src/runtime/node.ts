@@ -6,12 +6,15 @@
  * the connection. With TRACING_ENABLED, spans go out
  * through the OpenTelemetry SDK (tracing.ts).
  */
+import { keepMemoryReducerWorking } from "./memory-reducer.js";
 import { listenNode } from "./node-serve.js";
 import { loadGraphServerEntry } from "./graph-server-load.js";
 import { nodeOutboundFetch } from "./outbound.js";
 import { runEntry } from "./process-entry.js";
 import { lazyNodeTraceExport } from "./tracing-lazy.js";
 import { selectedRuntime } from "../settings/parse.js";
+
+keepMemoryReducerWorking();
 
 await runEntry({
   listen: listenNode,

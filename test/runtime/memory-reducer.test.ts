@@ -1,0 +1,75 @@
+/**
+ * V8's memory reducer on the Node entry's runtime (src/runtime/memory-reducer.ts). From V8 13.1
+ * (Node 24) the reducer reads a process that has never allocated on the C++ heap as allocating
+ * at full speed, and never runs for it (only a watchdog 100 s after the last full collection).
+ * A Node process that has allocated a little garbage and then idles: with the entry's nudges the
+ * reducer runs its collection within seconds; without them, on V8 13 or later, it does not.
+ * Read from V8's own trace (`--trace-memory-reducer`; part of `--trace-gc-verbose` before V8 12),
+ * which a process writes out at exit.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { killSpawnedAfterEach, startEntry, stopEntry } from "../support/service-process.js";
+
+killSpawnedAfterEach();
+
+const MODULE = fileURLToPath(new URL("../../src/runtime/memory-reducer.ts", import.meta.url));
+const V8_MAJOR = Number(process.versions.v8.split(".")[0]);
+/** The reducer's trace: a flag of its own from V8 12 on, part of the verbose GC trace before. */
+const TRACE_FLAG = spawnSync(process.execPath, ["--v8-options"], { encoding: "utf8" }).stdout.includes("--trace-memory-reducer ")
+  ? "--trace-memory-reducer"
+  : "--trace-gc-verbose";
+
+/** A process that makes some garbage, idles `idleMs` (nudged every 2 s when `nudge`), exits; its V8 trace. */
+function idleProcess(nudge: boolean, idleMs: number): Promise<string> {
+  const code = `
+    import { keepMemoryReducerWorking } from ${JSON.stringify(MODULE)};
+    if (${nudge}) keepMemoryReducerWorking(2000);
+    let kept = [];
+    for (let i = 0; i < 400; i++) { kept.push(new Array(50_000).fill(i)); if (kept.length > 40) kept.shift(); }
+    kept = undefined;
+    const idle = setInterval(() => {}, 1000);
+    setTimeout(() => { clearInterval(idle); process.exit(0); }, ${idleMs});
+  `;
+  const child = spawn(process.execPath, [TRACE_FLAG, "--import", "tsx", "--input-type=module", "-e", code], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (s: string) => (out += s));
+  child.stderr.setEncoding("utf8").on("data", (s: string) => (err += s));
+  return new Promise((resolve, reject) =>
+    child.once("exit", (status) => (status === 0 ? resolve(out) : reject(new Error(`exited ${status}\n${err}`)))),
+  );
+}
+
+/** The built Node entry as `npm start` runs it, traced, idle for `idleMs`, stopped (SIGTERM); its stdout. */
+async function idleEntry(idleMs: number): Promise<string> {
+  const svc = await startEntry([process.execPath, TRACE_FLAG, "--max-semi-space-size=16", "dist/node.js"], { API_KEY: "k", MODEL_PROVIDER: "fake", MODEL_NAME: "fake" });
+  await new Promise((resolve) => setTimeout(resolve, idleMs));
+  expect(await stopEntry(svc)).toBe(0);
+  return svc.stdout();
+}
+
+const reducerRuns = (trace: string) => (trace.match(/Memory reducer: started GC/g) ?? []).length;
+
+describe("V8's memory reducer on Node", () => {
+  it("runs for an idle process that the entry nudges; on V8 13 and later, not without the nudges", async () => {
+    const [nudged, plain, entry] = await Promise.all([idleProcess(true, 24_000), idleProcess(false, 24_000), idleEntry(24_000)]);
+    // The Node entry (`npm start`) nudges it from the start.
+    expect(reducerRuns(entry)).toBeGreaterThanOrEqual(1);
+    expect(reducerRuns(nudged)).toBeGreaterThanOrEqual(1);
+    expect(nudged).toMatch(/Memory reducer: low alloc/);
+    if (V8_MAJOR >= 13) {
+      expect(reducerRuns(plain)).toBe(0);
+      expect(plain).toMatch(/Memory reducer: high alloc/);
+      expect(plain).not.toMatch(/Memory reducer: low alloc/);
+    }
+  }, 60_000);
+
+  it("keeps no process alive", () => {
+    const code = `import { keepMemoryReducerWorking } from ${JSON.stringify(MODULE)}; keepMemoryReducerWorking(50);`;
+    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { timeout: 10_000, encoding: "utf8" });
+    expect(run.error).toBeUndefined();
+    expect(run.status).toBe(0);
+  });
+});
