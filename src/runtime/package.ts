@@ -5,6 +5,8 @@
  * It is a runtime entry because reading files is: the core below never does. With
  * TRACING_ENABLED, spans go out through the OpenTelemetry SDK as on the Node entry
  * (nodeTraceExport, also exported) unless the caller passes its own `traceExport` or `tracer`.
+ * On Node, `keepMemoryReducerWorking()` does what the Node entry does at start for V8's memory
+ * reducer (memory-reducer.ts).
  */
 import { type App, type CreateAppOptions, createApp as createCoreApp } from "../app.js";
 import type { ReadText } from "../files.js";
@@ -15,6 +17,7 @@ import { nodeTraceExport } from "./tracing.js";
 export * from "../index.js";
 export { nodeTraceExport };
 export { serveNode } from "./node-serve.js";
+export { keepMemoryReducerWorking } from "./memory-reducer.js";
 export type { TraceExport, TraceExportFactory, TraceExportInput } from "../observability/trace-export.js";
 
 export function createApp(options: CreateAppOptions = {}): Promise<App> {

@@ -10,6 +10,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { keepMemoryReducerWorking } from "../../src/runtime/package.js";
 import { killSpawnedAfterEach, startEntry, stopEntry } from "../support/service-process.js";
 
 killSpawnedAfterEach();
@@ -65,6 +66,12 @@ describe("V8's memory reducer on Node", () => {
       expect(plain).not.toMatch(/Memory reducer: low alloc/);
     }
   }, 60_000);
+
+  it("is the package's too, for an embedder serving the app itself", () => {
+    const stop = keepMemoryReducerWorking(60_000);
+    expect(typeof stop).toBe("function");
+    stop();
+  });
 
   it("keeps no process alive", () => {
     const code = `import { keepMemoryReducerWorking } from ${JSON.stringify(MODULE)}; keepMemoryReducerWorking(50);`;
