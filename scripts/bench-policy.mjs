@@ -398,6 +398,21 @@ async function paired(fns, n) {
   };
 }
 
+/** The policy client as createApp makes it on Node (the calls' deadlines on one shared timer), sending through `fetch`. */
+function benchPolicyClient(setup, fetch) {
+  return createPolicyClient({
+    policy: setup.policy,
+    baseUrls: setup.baseUrls,
+    tokens: setup.tokens,
+    labels: setup.labels,
+    fetch,
+    clock: { now: () => Date.now() },
+    logger: silent,
+    gate: undefined,
+    sharedDeadlines: true,
+  });
+}
+
 /**
  * Where the client's time goes, timed inside the flow: a second client (same policy, same fetch,
  * wrapped to note when the call is handed to it and when its answer arrives) and the bare call
@@ -416,17 +431,7 @@ async function inFlow({ setup, entryFetch, scope, request, url, n }) {
     pending.then(() => (answered = performance.now()), () => {});
     return pending;
   };
-  const client = createPolicyClient({
-    policy: setup.policy,
-    baseUrls: setup.baseUrls,
-    tokens: setup.tokens,
-    labels: setup.labels,
-    fetch: noted,
-    clock: { now: () => Date.now() },
-    logger: silent,
-    gate: undefined,
-    sharedDeadlines: true,
-  });
+  const client = benchPolicyClient(setup, noted);
   const api = client.forRun(scope)({ tool: "bench", toolCallId: "call-flow", reason: "" });
   const cut = { before: new Float64Array(n), clientFlight: new Float64Array(n), clientRead: new Float64Array(n), bareFlight: new Float64Array(n), bareRead: new Float64Array(n) };
   try {
@@ -467,20 +472,9 @@ async function benchClient(policyText, specs) {
     const entryFetch = nodeOutboundFetch();
     const setup = await preparePolicy({ path: "policy.yaml", explicit: false, readText: async () => undefined, env, tools: [], recursionLimit: 50, text: policyText });
     if (!setup) throw new Error("preparePolicy returned no policy");
-    const client = createPolicyClient({
-      policy: setup.policy,
-      baseUrls: setup.baseUrls,
-      tokens: setup.tokens,
-      labels: setup.labels,
-      // As the Node entry sends (src/runtime/node.ts): the undici package's fetch with a
-      // dispatcher that bounds the connection by the API's timeouts_ms.connect.
-      fetch: entryFetch,
-      clock: { now: () => Date.now() },
-      logger: silent,
-      gate: undefined,
-      // As createApp makes it on Node: the calls' deadlines on one shared timer.
-      sharedDeadlines: true,
-    });
+    // As the Node entry sends (src/runtime/node.ts): the undici package's fetch with a
+    // dispatcher that bounds the connection by the API's timeouts_ms.connect.
+    const client = benchPolicyClient(setup, entryFetch);
     const principal = { id: "bench", roles: [], permissions: new Set(), attributes: {}, credentials: {}, actor: null };
     // The scope and tool-call arguments carry the fields of both shapes of forRun (a tool name, or
     // { tool, toolCallId, reason }); only the approval gate reads them, and there is none here.

@@ -42,14 +42,17 @@ export function pathProblem(path: string, kind: "template" | "concrete"): string
   return null;
 }
 
-const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+/** A character code of RFC 3986's unreserved set: A-Z a-z 0-9 - . _ ~ (never percent-encoded). */
+export function isUnreserved(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 45 || c === 46 || c === 95 || c === 126;
+}
 
 /** Decodes %XX of unreserved characters and upper-cases every other escape. */
 export function decodeUnreserved(segment: string): string {
   if (!segment.includes("%")) return segment;
   return segment.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => {
-    const ch = String.fromCharCode(parseInt(hex, 16));
-    return UNRESERVED.test(ch) ? ch : `%${hex.toUpperCase()}`;
+    const code = parseInt(hex, 16);
+    return isUnreserved(code) ? String.fromCharCode(code) : `%${hex.toUpperCase()}`;
   });
 }
 
@@ -149,12 +152,8 @@ function parseTemplate(template: string): ParsedTemplate {
  * normalized segment. A loop, not a regular expression: see judge-request.ts's KNOWN_METHODS.
  */
 function isSimpleValue(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    const letterOrDigit = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57);
-    // - _ ~ anywhere; . not first
-    if (!letterOrDigit && c !== 45 && c !== 95 && c !== 126 && (c !== 46 || i === 0)) return false;
-  }
+  if (text.charCodeAt(0) === 46) return false;
+  for (let i = 0; i < text.length; i++) if (!isUnreserved(text.charCodeAt(i))) return false;
   return text.length > 0;
 }
 

@@ -5,6 +5,7 @@
 import { ApiCallError, ApiPolicyError } from "../errors.js";
 import type { JsonValue } from "../json.js";
 import { readCapped } from "../streams.js";
+import { isUnreserved } from "./paths.js";
 import type { ApiRequest } from "./types.js";
 
 /**
@@ -123,11 +124,7 @@ export function queryString(pairs: readonly (readonly [string, string])[]): stri
 
 /** encodeURIComponent, but a text of unreserved characters only (most keys and values) is itself. */
 function encoded(text: string): string {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    // A-Z a-z 0-9 - . _ ~
-    if (!((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 45 || c === 46 || c === 95 || c === 126)) return encodeURIComponent(text);
-  }
+  for (let i = 0; i < text.length; i++) if (!isUnreserved(text.charCodeAt(i))) return encodeURIComponent(text);
   return text;
 }
 
