@@ -51,7 +51,6 @@
 // schema, named by the DSN's search_path), measured as in 3.
 import { execFileSync, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
-import http from "node:http";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -59,6 +58,7 @@ import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
 import { benchRuntimes, parseRuntimes, rssMb, startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
+import { openIdleStreams } from "./lib/idle-streams.mjs";
 import { memoryCgroup } from "./lib/memory-cgroup.mjs";
 import { startOtlpSink } from "./lib/otlp-sink.mjs";
 import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, logTable, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
@@ -108,6 +108,7 @@ const BODY = JSON.stringify({ message: MESSAGE });
 const HEADERS = { authorization: "Bearer bench", "content-type": "application/json" };
 const SERVICE_ENV = { API_KEY: "bench", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_LEVEL: "WARNING", RUN_TIMEOUT_S: "600" };
 const IDLE_BODY = JSON.stringify({ message: "/sleep 120000\nidle" });
+const IDLE_REQUEST = { headers: HEADERS, body: IDLE_BODY };
 const IDLE_HELPER = fileURLToPath(new URL("./bench-chat-idle.mjs", import.meta.url));
 
 // ---------------------------------------------------------------------------------------------
@@ -287,77 +288,6 @@ function startChild(mode) {
   });
 }
 
-/** Opens `count` /chat streams (at most 256 connecting at once) and waits for message.start on each. */
-async function openIdleStreams(port, count) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-  const requests = [];
-  let started = 0;
-  let failed = 0;
-  let heartbeats = 0;
-  let next = 0;
-  const openOne = () =>
-    new Promise((resolve) => {
-      let settled = false;
-      const settle = (ok) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        if (ok) started++;
-        else failed++;
-        resolve();
-      };
-      const req = http.request({ host: "127.0.0.1", port, path: "/chat", method: "POST", agent, headers: { ...HEADERS, "content-length": Buffer.byteLength(IDLE_BODY) } });
-      const timer = setTimeout(() => {
-        req.destroy();
-        settle(false);
-      }, 30_000);
-      req.on("response", (res) => {
-        if (res.statusCode !== 200) {
-          res.resume();
-          return settle(false);
-        }
-        res.setEncoding("utf8");
-        let seen = "";
-        res.on("data", (chunk) => {
-          if (settled) {
-            // keep reading, drop the text; count the heartbeats
-            if (chunk.includes(": keep-alive")) heartbeats++;
-            return;
-          }
-          seen += chunk;
-          if (seen.includes("event: message.start")) settle(true);
-        });
-        res.on("end", () => settle(false));
-        res.on("error", () => settle(false));
-      });
-      req.on("error", () => settle(false));
-      req.end(IDLE_BODY);
-      requests.push(req);
-    });
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.min(256, count) }, async () => {
-      while (next < count) {
-        next++;
-        await openOne();
-      }
-    }),
-  );
-  const openSeconds = (performance.now() - t0) / 1000;
-  return {
-    started,
-    failed,
-    openSeconds,
-    get heartbeats() {
-      return heartbeats;
-    },
-    close() {
-      for (const req of requests) req.destroy();
-      agent.destroy();
-    },
-  };
-}
-
 const MB = 1024 * 1024;
 
 /**
@@ -376,10 +306,10 @@ function perConversation({ start, half, full, halfCount, count }) {
 
 /** Opens half the streams, waits `settleMs`, reads `rss()`, opens the rest: the handles and the RSS at half. */
 async function openInHalves(port, streams, rss, settleMs) {
-  const first = await openIdleStreams(port, Math.floor(streams / 2));
+  const first = await openIdleStreams(port, Math.floor(streams / 2), IDLE_REQUEST);
   await new Promise((r) => setTimeout(r, settleMs));
   const half = await rss();
-  const second = await openIdleStreams(port, streams - Math.floor(streams / 2));
+  const second = await openIdleStreams(port, streams - Math.floor(streams / 2), IDLE_REQUEST);
   return {
     half,
     halfCount: first.started,
