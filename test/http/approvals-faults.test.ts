@@ -12,11 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { chat, get, makeApp, parseSse, post, waitFor, type TestApp } from "../helpers.js";
 import { createOrder, ordersPolicy, pauseOn } from "../support/orders.js";
-import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
+import { closeWhenDone, scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
 import { created, recordingUpstream } from "../support/upstream.js";
 
+/** Closed after the test or block that opened them (this file opens over 15 apps); schemas dropped in afterAll. */
 const pg = scratchDatabase();
 const { fresh, handle, admin, holding } = pg;
+closeWhenDone(pg, "each");
 const upstream = recordingUpstream();
 /** Answers after a second: long enough to take a lock while the call is in flight. */
 const slowUpstream = recordingUpstream(async (res) => {
@@ -64,6 +66,7 @@ describe("decisions are carried out once, whoever holds the thread", () => {
   let schema: string;
   let a: TestApp;
   let b: TestApp;
+  closeWhenDone(pg, "block");
 
   beforeAll(async () => {
     schema = fresh();
@@ -169,6 +172,7 @@ describe("decisions are carried out once, whoever holds the thread", () => {
 describe("a slow database: a 503 means nothing was done", () => {
   let schema: string;
   let a: TestApp;
+  closeWhenDone(pg, "block");
 
   beforeAll(async () => {
     schema = fresh();

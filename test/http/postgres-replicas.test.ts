@@ -11,13 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PostgresAdapters } from "../../src/store/postgres/index.js";
 import { LeaseLost } from "../../src/errors.js";
 import { chat, get, makeApp, parseSse, post, readUntil, waitFor, type TestApp } from "../helpers.js";
-import { scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
+import { closeWhenDone, scratchDatabase, TEST_DSN as DSN } from "../support/postgres.js";
 import { createOrder, ordersPolicy, pauseOn } from "../support/orders.js";
 import { recordingUpstream } from "../support/upstream.js";
 
-/** Schemas, apps, handles and clients made here; closed and dropped in afterAll. */
+/**
+ * Schemas, apps, handles and clients made here: closed after the test or block that opened them
+ * (this file opens over 20 apps), and the schemas dropped in afterAll.
+ */
 const pg = scratchDatabase();
 const { fresh, handle, admin } = pg;
+closeWhenDone(pg, "each");
 
 // ---------------------------------------------------------------------------------------------
 // a loopback upstream that counts requests, and create_order, whose POST the policy gates
@@ -54,6 +58,7 @@ describe("two createApp instances on one schema act as replicas", () => {
   let schema: string;
   let a: TestApp;
   let b: TestApp;
+  closeWhenDone(pg, "block");
 
   beforeAll(async () => {
     schema = fresh();
@@ -234,6 +239,7 @@ describe("lease fencing (spec 8)", () => {
   let schema: string;
   let h: PostgresAdapters;
   let sql: postgres.Sql;
+  closeWhenDone(pg, "block");
 
   beforeAll(async () => {
     schema = fresh();

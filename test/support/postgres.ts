@@ -4,6 +4,7 @@
  * by `cleanup()` (call it from the file's afterAll).
  */
 import postgres from "postgres";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { silentLogger } from "../../src/observability/logger.js";
 import { openPostgres, type PostgresAdapters } from "../../src/store/postgres/index.js";
 
@@ -24,10 +25,26 @@ interface Closable {
   close(): Promise<void>;
 }
 
+/** Where a scratch database's lists of open things stand (`mark()`), for `closeSince()`. */
+export interface OpenMark {
+  readonly apps: number;
+  readonly handles: number;
+  readonly admins: number;
+}
+
+/** Apps in parallel (after a database outage a pool takes its whole 5 s end timeout to close), then handles, then clients. */
+async function closeAll(apps: readonly Closable[], handles: readonly PostgresAdapters[], admins: readonly postgres.Sql[]): Promise<void> {
+  await Promise.all(apps.map((a) => a.close().catch(() => {})));
+  for (const h of handles) await h.store.close().catch(() => {});
+  for (const s of admins) await s.end({ timeout: 5 }).catch(() => {});
+}
+
 /**
- * Schemas, apps, store handles and plain clients a test file opens; `cleanup()` closes them (apps
- * in parallel: after a database outage a pool takes its whole 5 s end timeout to close), then
- * runs the extra closers, then drops every schema made with `fresh()`.
+ * Schemas, apps, store handles and plain clients a test file opens; `cleanup()` closes them, then
+ * runs the extra closers, then drops every schema made with `fresh()`. A file that opens many
+ * (each app's pool holds up to DB_POOL_MAX_SIZE connections) closes what a test or a describe
+ * block opened once it is done with it, with `mark()` and `closeSince()`: the server's
+ * max_connections (100 by default) is shared by the two test files that run at once.
  */
 export function scratchDatabase(dsn = TEST_DSN) {
   const schemas: string[] = [];
@@ -84,14 +101,40 @@ export function scratchDatabase(dsn = TEST_DSN) {
       closers.push(close);
     },
 
+    /** Where the lists of open apps, handles and clients stand now. */
+    mark(): OpenMark {
+      return { apps: apps.length, handles: handles.length, admins: admins.length };
+    },
+
+    /** Closes the apps, handles and clients opened since `mark` (their schemas stay until cleanup). */
+    async closeSince(mark: OpenMark): Promise<void> {
+      await closeAll(apps.splice(mark.apps), handles.splice(mark.handles), admins.splice(mark.admins));
+    },
+
     async cleanup(): Promise<void> {
-      await Promise.all(apps.map((a) => a.close().catch(() => {})));
-      for (const h of handles) await h.store.close().catch(() => {});
-      for (const s of admins) await s.end({ timeout: 5 }).catch(() => {});
+      await closeAll(apps.splice(0), handles.splice(0), admins.splice(0));
       for (const close of closers) await close().catch(() => {});
       await dropSchemas(schemas, dsn);
     },
   };
+}
+
+export type ScratchDatabase = ReturnType<typeof scratchDatabase>;
+
+/**
+ * Closes what is opened between two hooks of the calling file or describe block: around `each`
+ * test (what the test opened, not what a beforeAll did), or around the whole `block` (what its
+ * beforeAll opened; call it before the block's own beforeAll).
+ */
+export function closeWhenDone(pg: ScratchDatabase, scope: "each" | "block"): void {
+  const [before, after] = scope === "each" ? [beforeEach, afterEach] : [beforeAll, afterAll];
+  let mark: OpenMark | undefined;
+  before(() => {
+    mark = pg.mark();
+  });
+  after(async () => {
+    if (mark) await pg.closeSince(mark);
+  });
 }
 
 /**
