@@ -27,6 +27,11 @@ export interface EntryProcess {
   stderr(): string;
   /** Resolves with the exit code (or the signal name) once the process has exited. */
   readonly exited: Promise<number | string | null>;
+  /**
+   * Resolves once the process has exited and its stdout and stderr are read to their end: what it
+   * wrote last (a V8 trace flushed at exit, say) may still be in the pipe when `exited` resolves.
+   */
+  readonly closed: Promise<void>;
 }
 
 export interface ServiceProcess extends EntryProcess {
@@ -101,7 +106,8 @@ export function spawnEntry(entry: Entry, env: Record<string, string>, cwd = proc
   child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
   child.stderr!.setEncoding("utf8").on("data", (s: string) => (err += s));
   const exited = new Promise<number | string | null>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
-  return { child, stdout: () => out, stderr: () => err, exited };
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  return { child, stdout: () => out, stderr: () => err, exited, closed };
 }
 
 /** Spawns the entry on a free loopback port (no env file unless `env` names one) and waits for its "listening" line. */
