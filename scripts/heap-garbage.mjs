@@ -46,7 +46,7 @@ process.on("exit", () => {
 });
 watchdog("heap-garbage", 2 * (opts.wait + 120) * 1000);
 
-/** One run of the entry: its allocation profile taken after the first full collection once all streams are held. */
+/** One run of the entry: its allocation profile taken at the first full collection once the streams are held, and how many were. */
 async function sample(collected) {
   const out = join(tmpdir(), `heap-garbage-${collected ? "collected" : "live"}-${process.pid}.json`);
   rmSync(out, { force: true });
@@ -65,7 +65,7 @@ async function sample(collected) {
       try {
         const profile = JSON.parse(readFileSync(out, "utf8"));
         log(`${collected ? "collected" : "live"}: ${held} streams held, profile taken ${((performance.now() - t0) / 1000).toFixed(1)} s after the opening`);
-        return profile;
+        return { profile, held };
       } catch {
         // not written yet (or still being written)
       }
@@ -125,8 +125,12 @@ function rows(withCollected, live) {
 
 async function main() {
   log(`heap-garbage: node ${process.version}, ${opts.streams} waiting conversations on the Node entry, sampled twice`);
-  const a = tally(await sample(true));
-  const b = tally(await sample(false));
+  const withCollected = await sample(true);
+  const live = await sample(false);
+  const a = tally(withCollected.profile);
+  const b = tally(live.profile);
+  const held = Math.min(withCollected.held, live.held);
+  if (held === 0) throw new Error("no stream was held");
   const f = (bytes) => (bytes / MB).toFixed(1);
   const kinds = rows(a.kinds, b.kinds);
   const total = kinds.reduce((s, r) => s + r.garbage, 0);
@@ -137,7 +141,7 @@ async function main() {
   );
   log("");
   logTable(["allocation site (innermost three frames)", "taken by full collections (MB)"], rows(a.sites, b.sites).slice(0, opts.top).map((r) => [r.k, f(r.garbage)]));
-  log(`\n${f(total)} MB of objects taken by full collections: ${(total / opts.streams / 1024).toFixed(2)} KB a waiting conversation (two sampled runs; an estimate)`);
+  log(`\n${f(total)} MB of objects taken by full collections: ${(total / held / 1024).toFixed(2)} KB a waiting conversation (two sampled runs; an estimate)`);
 }
 
 runMain("heap-garbage", main);
