@@ -58,7 +58,7 @@ import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
 import { benchRuntimes, parseRuntimes, rssMb, startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
-import { openIdleStreams } from "./lib/idle-streams.mjs";
+import { openInHalves } from "./lib/idle-streams.mjs";
 import { memoryCgroup } from "./lib/memory-cgroup.mjs";
 import { startOtlpSink } from "./lib/otlp-sink.mjs";
 import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, logTable, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
@@ -304,27 +304,6 @@ function perConversation({ start, half, full, halfCount, count }) {
   return { marginalKb: kb(full - half, count - halfCount), averageKb: kb(full - start, count) };
 }
 
-/** Opens half the streams, waits `settleMs`, reads `rss()`, opens the rest: the handles and the RSS at half. */
-async function openInHalves(port, streams, rss, settleMs) {
-  const first = await openIdleStreams(port, Math.floor(streams / 2), IDLE_REQUEST);
-  await new Promise((r) => setTimeout(r, settleMs));
-  const half = await rss();
-  const second = await openIdleStreams(port, streams - Math.floor(streams / 2), IDLE_REQUEST);
-  return {
-    half,
-    halfCount: first.started,
-    started: first.started + second.started,
-    failed: first.failed + second.failed,
-    get heartbeats() {
-      return first.heartbeats + second.heartbeats;
-    },
-    close() {
-      first.close();
-      second.close();
-    },
-  };
-}
-
 /** --streams, scaled down when `ulimit -n` cannot hold them (with a warning). */
 function idleStreams() {
   const limit = fdLimit();
@@ -346,7 +325,7 @@ async function benchIdleChild(streams, mode) {
     await new Promise((r) => setTimeout(r, 300));
     const rss = async () => (await child.mem()).rss / MB;
     const start = await rss();
-    handle = await openInHalves(child.port, streams, rss, 500);
+    handle = await openInHalves(child.port, streams, IDLE_REQUEST, { rss, settleMs: 500 });
     await new Promise((r) => setTimeout(r, 500));
     const full = await rss();
     return { streams: handle.started, startRss: start, halfRss: handle.half, rss: full, ...perConversation({ start, half: handle.half, full, halfCount: handle.halfCount, count: handle.started }) };
@@ -403,7 +382,7 @@ async function benchIdleEntry(runtime, streams, env = {}, label = runtime, { mem
   try {
     await new Promise((r) => setTimeout(r, 500));
     const start = rssMb(child.pid);
-    handle = await openInHalves(port, streams, async () => rssMb(child.pid), 2000);
+    handle = await openInHalves(port, streams, IDLE_REQUEST, { rss: async () => rssMb(child.pid), settleMs: 2000 });
     await new Promise((r) => setTimeout(r, opts.hold * 1000));
     const full = rssMb(child.pid);
     // Held on: the opening left garbage in V8's old generation that only a full collection takes,

@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
 import { usageError } from "./lib/args.mjs";
 import { benchOptions, log, logTable, runMain, watchdog } from "./lib/bench.mjs";
-import { openIdleStreams } from "./lib/idle-streams.mjs";
+import { openInHalves } from "./lib/idle-streams.mjs";
 
 const USAGE = "usage: node scripts/heap-garbage.mjs [--streams 10000] [--wait 120] [--top 15]\n";
 const opts = benchOptions(process.argv.slice(2), {
@@ -52,13 +52,10 @@ async function sample(collected) {
   rmSync(out, { force: true });
   const env = { ...ENV, HEAP_GARBAGE_OUT: out, HEAP_GARBAGE_COLLECTED: collected ? "1" : "0" };
   const { child, port } = await startEntry("node", env, children, { wrap: (command, args) => [command, ["--import", PRELOAD, ...args]] });
-  const handles = [];
+  let handle;
   try {
-    const half = Math.floor(opts.streams / 2);
-    handles.push(await openIdleStreams(port, half, IDLE_REQUEST));
-    await new Promise((r) => setTimeout(r, 2000));
-    handles.push(await openIdleStreams(port, opts.streams - half, IDLE_REQUEST));
-    const held = handles.reduce((n, h) => n + h.started, 0);
+    handle = await openInHalves(port, opts.streams, IDLE_REQUEST);
+    const held = handle.started;
     child.kill("SIGUSR2");
     const t0 = performance.now();
     for (;;) {
@@ -73,7 +70,7 @@ async function sample(collected) {
       await new Promise((r) => setTimeout(r, 500));
     }
   } finally {
-    for (const h of handles) h.close();
+    handle?.close();
     await stopEntry(child);
     children.delete(child);
     rmSync(out, { force: true });

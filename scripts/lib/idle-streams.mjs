@@ -77,3 +77,27 @@ export async function openIdleStreams(port, count, { headers, body }) {
     },
   };
 }
+
+/**
+ * Opens half of `streams`, waits `settleMs`, reads `rss()` (if given), opens the rest: the
+ * handles together, how many the first half held and the RSS read between the halves.
+ */
+export async function openInHalves(port, streams, request, { rss = async () => NaN, settleMs = 2000 } = {}) {
+  const first = await openIdleStreams(port, Math.floor(streams / 2), request);
+  await new Promise((r) => setTimeout(r, settleMs));
+  const half = await rss();
+  const second = await openIdleStreams(port, streams - Math.floor(streams / 2), request);
+  return {
+    half,
+    halfCount: first.started,
+    started: first.started + second.started,
+    failed: first.failed + second.failed,
+    get heartbeats() {
+      return first.heartbeats + second.heartbeats;
+    },
+    close() {
+      first.close();
+      second.close();
+    },
+  };
+}
