@@ -228,7 +228,9 @@ describe("Dockerfile", () => {
       process.stdout.write(String(max));`;
     const newSpace = Number(execFileSync(process.execPath, [...flags, "-e", churn], { encoding: "utf8" }));
     expect(newSpace).toBeGreaterThan(0);
-    expect(newSpace).toBeLessThanOrEqual(17 * 1024 * 1024);
+    // 2 x 8 MB: 16 MB on Node 20, 17.5 MB on Node 24 (32 MB with 16 MB semi-spaces, 128 MB with
+    // Node 24's own sizing on a 24 GB host).
+    expect(newSpace).toBeLessThanOrEqual(20 * 1024 * 1024);
   });
 
   it("`npm start`, and so the image, lets V8's old generation grow as it does under the chart's memory limit", () => {
