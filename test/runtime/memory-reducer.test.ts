@@ -9,9 +9,9 @@
  * which a process writes out at exit.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
 import { keepMemoryReducerWorking } from "../../src/runtime/package.js";
 import { killSpawnedAfterEach, startEntry, stopEntry } from "../support/service-process.js";
 
@@ -46,16 +46,10 @@ function idleProcess(nudge: boolean, idleMs: number): Promise<string> {
   );
 }
 
-/** The V8 flags `npm start` passes (package.json). */
-const START_FLAGS = (() => {
-  const start = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: { start: string } }).scripts.start;
-  const words = start.split(/\s+/);
-  return words.slice(1, words.findIndex((w) => w.startsWith("dist/"))).filter((w) => w.startsWith("--") && w !== "--enable-source-maps");
-})();
-
 /** The built Node entry as `npm start` runs it (its V8 flags too), traced, idle for `idleMs`, stopped (SIGTERM); its whole stdout. */
 async function idleEntry(idleMs: number): Promise<string> {
-  const svc = await startEntry([process.execPath, TRACE_FLAG, ...START_FLAGS, "dist/node.js"], { API_KEY: "k", MODEL_PROVIDER: "fake", MODEL_NAME: "fake" });
+  const { args } = scriptCommand(process.cwd(), ENTRY_SCRIPTS.node);
+  const svc = await startEntry([process.execPath, TRACE_FLAG, ...args], { API_KEY: "k", MODEL_PROVIDER: "fake", MODEL_NAME: "fake" });
   await new Promise((resolve) => setTimeout(resolve, idleMs));
   expect(await stopEntry(svc)).toBe(0);
   // V8 writes its trace at exit: read the pipe to its end, not only until the exit.
