@@ -879,6 +879,46 @@ describe("timeouts_ms: one deadline for the whole answer", () => {
     }
   });
 
+  it.each([
+    ["one shared deadline timer", true],
+    ["a timer a call", false],
+  ])("stopping a run fails its calls in flight at once with the run's reason; another run's call keeps its deadline: %s", async (_, sharedDeadlines) => {
+    routes.set("/v1/hang", () => {});
+    const policy = loadPolicy(policyOf({ svc: svc({ timeouts_ms: { connect: 1000, read: 400 } }) }));
+    const quiet = createLogger({ level: "ERROR", format: "json", write: () => {} });
+    const client = createPolicyClient({
+      policy,
+      baseUrls: new Map([["svc", `${origin}/v1`]]),
+      tokens: new Map(),
+      labels: buildLabelIndex(policy, new Map()),
+      fetch,
+      clock: systemClock,
+      logger: quiet,
+      gate: undefined,
+      sharedDeadlines,
+    });
+    const principal = { id: "u1", roles: [], permissions: new Set(), attributes: {}, credentials: {}, actor: null } as unknown as Principal;
+    const runOf = (runId: string, signal: AbortSignal) =>
+      client.forRun({ threadId: `t-${runId}`, runId, principal, signal, logger: quiet, resumed: false } as never)({ tool: "req", toolCallId: "c1", reason: "" } as never);
+    const stopA = new AbortController();
+    const a = runOf("a", stopA.signal);
+    const b = runOf("b", new AbortController().signal);
+    const settled = (p: Promise<unknown>) => p.then((v) => ({ ok: true, v }), (e: unknown) => ({ ok: false, e }));
+    const started = Date.now();
+    const [a1, bCall, a2, a3] = [a, b, a, a].map((run) => settled(run.request("svc", { method: "GET", path: "/hang" })));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const reason = new Error("the run was stopped");
+    stopA.abort(reason);
+    for (const call of [a1, a2, a3]) expect(await call).toEqual({ ok: false, e: reason });
+    expect(Date.now() - started).toBeLessThan(300);
+    // Run b's call was left alone: it fails at its own deadline, not with a's reason.
+    const late = (await bCall) as { ok: boolean; e: Error };
+    expect(late.ok).toBe(false);
+    expect(late.e.message).toMatch(/did not answer within its timeout/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(390);
+    client.close();
+  });
+
   it("fails a slow-drip body (a byte every 100 ms) past the deadline", async () => {
     await slow();
     routes.set("/v1/drip", (_req, res) => {

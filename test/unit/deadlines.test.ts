@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createDeadlines, Deadline } from "../../src/policy/deadlines.js";
+import { createDeadlines, Deadline, keepIn, takeOut } from "../../src/policy/deadlines.js";
 
 /** A deadline that notes when it expired (fake time, ms). */
 class Noted extends Deadline {
@@ -103,6 +103,61 @@ describe("call deadlines", () => {
     expect(log).toEqual(["last"]);
     expect(vi.getTimerCount()).toBe(0);
     setTimeoutSpy.mockRestore();
+  });
+
+  it("shared: calls ended out of order, several due at once and one started again all expire once, at their own deadlines", () => {
+    const deadlines = createDeadlines(true);
+    const calls = Array.from({ length: 6 }, (_, i) => new Noted(`call ${i}`, log));
+    // call i is due at 100 ms, except 4 and 5 at 300 ms.
+    calls.forEach((call, i) => deadlines.start(call, i < 4 ? 100 : 300));
+    deadlines.end(calls[1]!);
+    deadlines.end(calls[0]!);
+    deadlines.end(calls[0]!); // a second end changes nothing
+    deadlines.end(calls[4]!);
+    deadlines.start(calls[1]!, 200);
+    vi.advanceTimersByTime(100);
+    expect(log.sort()).toEqual(["call 2", "call 3"]);
+    vi.advanceTimersByTime(100);
+    expect(log.sort()).toEqual(["call 1", "call 2", "call 3"]);
+    vi.advanceTimersByTime(100);
+    expect(log.sort()).toEqual(["call 1", "call 2", "call 3", "call 5"]);
+    for (const call of calls) deadlines.end(call);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("shared: a call that ends after close() leaves the next calls' deadlines as they are", () => {
+    const deadlines = createDeadlines(true);
+    const before = [new Noted("before 0", log), new Noted("before 1", log)];
+    for (const call of before) deadlines.start(call, 100);
+    deadlines.close();
+    const after = [new Noted("after 0", log), new Noted("after 1", log)];
+    for (const call of after) deadlines.start(call, 100);
+    for (const call of before) deadlines.end(call);
+    vi.advanceTimersByTime(100);
+    expect(log.sort()).toEqual(["after 0", "after 1"]);
+  });
+
+  it("keepIn/takeOut: each member keeps its place in its own field; taking one out moves the last into it", () => {
+    type Member = { name: string; slot: number; runSlot: number };
+    const member = (name: string): Member => ({ name, slot: -1, runSlot: -1 });
+    const [a, b, c, d] = ["a", "b", "c", "d"].map(member) as [Member, Member, Member, Member];
+    const list: Member[] = [];
+    const other: Member[] = [];
+    for (const m of [a, b, c, d]) keepIn(list, m, "slot");
+    keepIn(other, c, "runSlot");
+    takeOut(list, b, "slot");
+    expect(list.map((m) => m.name)).toEqual(["a", "d", "c"]);
+    expect(list.every((m, i) => m.slot === i)).toBe(true);
+    expect(b.slot).toBe(-1);
+    takeOut(list, b, "slot"); // not in it: nothing happens
+    takeOut(list, c, "runSlot"); // c is not at its runSlot in this list: nothing happens
+    expect(list.map((m) => m.name)).toEqual(["a", "d", "c"]);
+    takeOut(list, c, "slot");
+    takeOut(list, a, "slot");
+    expect(list.map((m) => m.name)).toEqual(["d"]);
+    expect(d.slot).toBe(0);
+    expect(other).toEqual([c]);
+    expect(c.runSlot).toBe(0);
   });
 
   it("a timer a call: each call arms its own and ending it clears it", () => {
