@@ -39,7 +39,8 @@ export type OutboundInit = RequestInit & { readonly connectTimeoutMs?: number };
 
 export async function exchange(fetchFn: typeof fetch, call: OutboundCall, state: ExchangeState): Promise<ApiResponse> {
   const { api } = call;
-  const init: OutboundInit = { method: call.method, redirect: "manual", connectTimeoutMs: api.timeouts.connect };
+  const init: OutboundInit = { redirect: "manual", connectTimeoutMs: api.timeouts.connect };
+  if (call.method !== "GET") init.method = call.method;
   // No headers member when there are none: undici reads even an empty record key by key (about
   // 3 us a call on Node 20, measured over loopback).
   if (hasAny(call.headers)) init.headers = call.headers;
@@ -52,7 +53,7 @@ export async function exchange(fetchFn: typeof fetch, call: OutboundCall, state:
   }
   const status = response.status;
   state.status = status;
-  if ((status >= 300 && status < 400) || response.type === "opaqueredirect") {
+  if ((status >= 300 && status < 400) || (status === 0 && response.type === "opaqueredirect")) {
     await response.body?.cancel().catch(() => {});
     throw new ApiCallError(`API ${api.name} answered with a redirect, which is never followed`, { status });
   }
