@@ -315,7 +315,7 @@ function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Promise<A
  * settles `result` and ends the call (its log line and span). Not an async function awaiting a
  * promise made for the race: settled from here, a call costs one promise and one turn less
  * (0.2-0.3 µs of the 6 µs the client adds on Node 20, measured with both versions of the client
- * in one process, calls in turn; README, `bench:policy`).
+ * in one process, calls in turn; README, Status, "The policy client under 10%").
  */
 class InFlight extends Deadline implements ExchangeState {
   stopped = false;
