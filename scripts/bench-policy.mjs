@@ -14,8 +14,8 @@
 // 2. Added latency: a node:http upstream answering a small JSON body. (i) bare: the Node entry's
 //    outbound fetch (src/runtime/outbound.ts: the undici package with the API's connect timeout)
 //    + res.json(); (ii) the policy client as the Node entry makes it (createPolicyClient +
-//    preparePolicy, same policy, that fetch, shared deadlines) doing request("api", GET
-//    /items/{id}, pathParams, query); (iii) the runtime's own fetch(url) + res.json(), as a tool
+//    preparePolicy, same policy, that fetch, the built-in approval gate on a memory store, shared
+//    deadlines) doing request("api", GET /items/{id}, pathParams, query); (iii) the runtime's own fetch(url) + res.json(), as a tool
 //    calling fetch itself would. Sequential, N calls of the client and of the bare fetch per
 //    round, in groups of blocks of 20 (bare, client, then client, bare, ...). A round's added
 //    latency is the median over its groups of (client block mean - bare block mean), as a share
@@ -34,11 +34,18 @@
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { stringify } from "yaml";
+import { createApprovalGate, PauseBook } from "../src/approvals/gate.ts";
+import { createPrincipalHasher } from "../src/auth/hashing.ts";
+import { systemClock } from "../src/clock.ts";
+import { randomIds } from "../src/ids.ts";
+import { createMetrics } from "../src/observability/metrics.ts";
+import { createTracing } from "../src/observability/tracing.ts";
 import { createPolicyClient } from "../src/policy/client.ts";
 import { loadPolicy } from "../src/policy/document.ts";
 import { describeCall, judge } from "../src/policy/judge.ts";
 import { preparePolicy } from "../src/policy/setup.ts";
 import { nodeOutboundFetch } from "../src/runtime/outbound.ts";
+import { createMemoryStore } from "../src/store/memory/store.ts";
 import { benchOptions, closeServer, log, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
@@ -398,17 +405,32 @@ async function paired(fns, n) {
   };
 }
 
-/** The policy client as createApp makes it on Node (the calls' deadlines on one shared timer), sending through `fetch`. */
+/**
+ * The policy client as createApp makes it on Node, sending through `fetch`: the built-in approval
+ * gate on a memory store (every call is handed to it; one no rule gates, in a run that is not
+ * resuming, is let through at once) and the calls' deadlines on one shared timer.
+ */
 function benchPolicyClient(setup, fetch) {
+  const tracing = createTracing({ capture: "metadata", propagate: "peers", agentName: "", agentVersion: "" });
+  const gate = createApprovalGate({
+    store: createMemoryStore(),
+    clock: systemClock,
+    ids: randomIds,
+    metrics: createMetrics(),
+    hashPrincipal: createPrincipalHasher(undefined),
+    pauses: new PauseBook(),
+    tracing,
+  });
   return createPolicyClient({
     policy: setup.policy,
     baseUrls: setup.baseUrls,
     tokens: setup.tokens,
     labels: setup.labels,
     fetch,
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     logger: silent,
-    gate: undefined,
+    gate,
+    tracing,
     sharedDeadlines: true,
   });
 }

@@ -61,9 +61,11 @@ export interface ApprovalGate {
   /**
    * Decides what happens to a gated call: records a pending approval and pauses the run (throws
    * an error with code `paused`), or lets an approved call through once, or throws
-   * ApiPolicyError when it was rejected, expired or the policy changed while it waited.
+   * ApiPolicyError when it was rejected, expired or the policy changed while it waited. A call
+   * it need not look up (no rule gates it, and the run is not resuming) may be let through with
+   * a plain `free`, not a promise: the client then sends it in the same turn.
    */
-  hold(call: HeldCall, gate: Gate | null, context: HoldContext): Promise<HoldOutcome>;
+  hold(call: HeldCall, gate: Gate | null, context: HoldContext): HoldOutcome | Promise<HoldOutcome>;
   /**
    * Marks the approved call as being sent, just before it is sent (after every refusal was
    * decided). Exactly one caller ever gets true; a call claimed once is never sent again.

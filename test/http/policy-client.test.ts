@@ -9,13 +9,19 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from "node:net";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createApprovalGate, PauseBook } from "../../src/approvals/gate.js";
+import { createPrincipalHasher } from "../../src/auth/hashing.js";
 import type { Principal } from "../../src/auth/principal.js";
 import { systemClock } from "../../src/clock.js";
-import { ApiPolicyError, defineTool, loadPolicy, type Tool } from "../../src/index.js";
+import { type ApprovalGate, ApiPolicyError, defineTool, loadPolicy, type Tool } from "../../src/index.js";
+import { randomIds } from "../../src/ids.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { createMetrics } from "../../src/observability/metrics.js";
+import { createTracing, type Tracing } from "../../src/observability/tracing.js";
 import { createPolicyClient } from "../../src/policy/client.js";
 import { buildLabelIndex } from "../../src/policy/labels.js";
 import type { ApiRequest } from "../../src/policy/types.js";
+import { createMemoryStore } from "../../src/store/memory/store.js";
 import { chat, makeApp, type SseEvent, type TestApp } from "../helpers.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -481,23 +487,29 @@ describe("refusals: A2A API", () => {
   });
 });
 
+/** A policy client on the `svc` API alone, noting each URL it hands to fetch. */
+function recordingClient(policy: ReturnType<typeof loadPolicy>, fetched: string[], gate: ApprovalGate | undefined, tracing?: Tracing) {
+  return createPolicyClient({
+    policy,
+    baseUrls: new Map([["svc", `${origin}/v1`]]),
+    tokens: new Map(),
+    labels: buildLabelIndex(policy, new Map()),
+    fetch: (input, init) => {
+      fetched.push(String(input));
+      return fetch(input, init);
+    },
+    clock: systemClock,
+    logger: createLogger({ level: "ERROR", format: "json", write: () => {} }),
+    gate,
+    ...(tracing ? { tracing } : {}),
+  });
+}
+
 describe("refusals: approval and credentials", () => {
   it("refuses a gated call when no approval gate is wired (policy client without a gate); ungated calls go on", async () => {
     const policy = loadPolicy(policyOf({ svc: svc({ approval: { required_for: { methods: ["POST"] }, approvers: ["requester"] } }) }));
     const fetched: string[] = [];
-    const client = createPolicyClient({
-      policy,
-      baseUrls: new Map([["svc", `${origin}/v1`]]),
-      tokens: new Map(),
-      labels: buildLabelIndex(policy, new Map()),
-      fetch: (input, init) => {
-        fetched.push(String(input));
-        return fetch(input, init);
-      },
-      clock: systemClock,
-      logger: createLogger({ level: "ERROR", format: "json", write: () => {} }),
-      gate: undefined,
-    });
+    const client = recordingClient(policy, fetched, undefined);
     const principal = { id: "u1", roles: [], permissions: new Set(), attributes: {}, credentials: {}, actor: null } as unknown as Principal;
     const api = client.forRun({
       threadId: "t1",
@@ -514,6 +526,42 @@ describe("refusals: approval and credentials", () => {
     expect(seen).toEqual([]);
     expect((await api.request("svc", { method: "GET", path: "/orders" })).status).toBe(200);
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(["GET /v1/orders"]);
+  });
+
+  it("hands an ungated call of a new run to fetch at once through the built-in gate; a resuming run's call and a gated one are looked up first", async () => {
+    const policy = loadPolicy(policyOf({ svc: svc({ approval: { required_for: { methods: ["POST"] }, approvers: ["requester"] } }) }));
+    const tracing = createTracing({ capture: "metadata", propagate: "peers", agentName: "", agentVersion: "" });
+    const gate = createApprovalGate({
+      store: createMemoryStore(),
+      clock: systemClock,
+      ids: randomIds,
+      metrics: createMetrics(),
+      hashPrincipal: createPrincipalHasher(undefined),
+      pauses: new PauseBook(),
+      tracing,
+    });
+    const fetched: string[] = [];
+    const quiet = createLogger({ level: "ERROR", format: "json", write: () => {} });
+    const client = recordingClient(policy, fetched, gate, tracing);
+    const principal = { id: "u1", roles: [], permissions: new Set(), attributes: {}, credentials: {}, actor: null } as unknown as Principal;
+    const runOf = (runId: string, resumed: boolean) =>
+      client.forRun({ threadId: "t1", runId, principal, signal: new AbortController().signal, logger: quiet, resumed } as never)({ tool: "req", toolCallId: `c-${runId}`, reason: "" } as never);
+
+    // Nothing recorded to look up: decided and handed to fetch before request() returns.
+    const fresh = runOf("r1", false).request("svc", { method: "GET", path: "/orders" });
+    expect(fetched).toEqual([`${origin}/v1/orders`]);
+    expect((await fresh).status).toBe(200);
+    // A resuming run's call may have an approval recorded: the gate looks it up first.
+    const resuming = runOf("r2", true).request("svc", { method: "GET", path: "/orders" });
+    expect(fetched).toHaveLength(1);
+    expect((await resuming).status).toBe(200);
+    expect(fetched).toHaveLength(2);
+    // A gated call is recorded and pauses the run; nothing is sent.
+    const gated = await runOf("r3", false).request("svc", { method: "POST", path: "/orders", body: { n: 1 } }).catch((e: unknown) => e);
+    expect((gated as { code?: string }).code).toBe("paused");
+    expect(fetched).toHaveLength(2);
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(["GET /v1/orders", "GET /v1/orders"]);
+    client.close();
   });
 
   it("pauses the run on a gated call with the built-in approvals, and sends nothing", async () => {
