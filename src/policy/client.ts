@@ -152,8 +152,8 @@ interface RunCalls {
  * One call, in the order that matters: every refusal is decided before anything is sent. Not an
  * async function: a call with nothing to wait for (the gate lets it through at once, no token to
  * exchange, no approval to claim) is decided and handed to fetch in this same turn, and its
- * promise is its InFlight's own. An async function and an awaited gate around it cost 2-3 µs a
- * call on Node 20 (README, Status, "The policy client under 10%").
+ * promise is its InFlight's own: 1.0-1.7 µs a call less on Node 20 than an async function
+ * awaiting the gate (README, Status, "The policy client under 10%").
  */
 function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, request: ApiRequest, relay?: RelayRecord): Promise<ApiResponse> {
   const { options } = run;
