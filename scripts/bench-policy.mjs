@@ -12,21 +12,21 @@
 //    denied, not allowed, wrong method). (a) judge() on pre-described calls; (b) describeCall()
 //    from the raw path string + judge(), as the client does. Each runs --seconds after --warmup.
 // 2. Added latency: a node:http upstream answering a small JSON body. (i) bare: the Node entry's
-//    outbound fetch (src/runtime/outbound.ts: the undici package with the API's connect timeout)
-//    + res.json(); (ii) the policy client as the Node entry makes it (createPolicyClient +
+//    outbound fetch (src/runtime/outbound.ts: the undici package with the API's connect timeout) +
+//    res.json(); (ii) the policy client as the Node entry makes it (createPolicyClient +
 //    preparePolicy, same policy, that fetch, the built-in approval gate on a memory store, shared
 //    deadlines, a logger that writes nothing) doing request("api", GET /items/{id}, pathParams,
 //    query); (iii) the runtime's own fetch(url) + res.json(), as a tool calling fetch itself would.
 //    Sequential, N calls of the client and of the bare fetch per round, in groups of blocks of 20
-//    (bare, client, then client, bare, ...). A round's added latency is the median over its
-//    groups of (client block mean - bare block mean), as a share of the bare blocks' median: the
-//    blocks of a group see the same moment of a machine whose speed drifts and stalls. The median of rounds is the figure judged against the target (the
-//    client against the same transport without it). fetch(url) is paired with the bare fetch in
-//    a smaller round of its own, never between the client's and the bare fetch's blocks: the
-//    first calls through one copy of undici after a block through the other are slower (about
-//    10 us a call over the next block, measured). The client against fetch(url) and the
-//    difference of the means of all calls are printed beside it, and a smaller bare-against-bare
-//    round in each round shows the harness's own noise.
+//    (bare, client, then client, bare, ...). A round's added latency is the median over its groups
+//    of (client block mean - bare block mean), as a share of the bare blocks' median: the blocks of
+//    a group see the same moment of a machine whose speed drifts and stalls. The median of rounds
+//    is the figure judged against the target (the client against the same transport without it).
+//    fetch(url) is paired with the bare fetch in a smaller round of its own, never between the
+//    client's and the bare fetch's blocks: the first calls through one copy of undici after a block
+//    through the other are slower (about 10 us a call over the next block, measured). The client
+//    against fetch(url) and the difference of the means of all calls are printed beside it, and a
+//    smaller bare-against-bare round in each round shows the harness's own noise.
 // 3. In the flow: the client and the bare call by turns (2 x --n calls each), each call cut where
 //    the fetch is handed the call and where its answer arrives; the p50 of each part is printed
 //    (the client's work before the fetch, the time in flight, the reading of the answer against
