@@ -346,8 +346,9 @@ function addClientHeaders(
 }
 
 /**
- * Sends a decided call. The run's stop was checked by send() with nothing awaited since, or the
- * call is an approved one this run claimed, sent whether or not the run has stopped since.
+ * Sends a decided call. The run's stop was checked just before (in send or sendAfterWaits) with
+ * nothing awaited since, or the call is an approved one this run claimed, sent whether or not
+ * the run has stopped since.
  *
  * One deadline for the whole answer, headers and body (CONTRACT 5): a slow-drip upstream cannot
  * hold a run. Web fetch does not say when the connection is made, so the deadline runs from the
