@@ -153,7 +153,7 @@ interface RunCalls {
  * async function: a call with nothing to wait for (the gate lets it through at once, no token to
  * exchange, no approval to claim) is decided and handed to fetch in this same turn, and its
  * promise is its InFlight's own: 1.0-1.7 µs a call less on Node 20 than an async function
- * awaiting the gate (README, Status, "The policy client under 10%").
+ * awaiting the gate (scripts/BENCHMARKS.md).
  */
 function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, request: ApiRequest, relay?: RelayRecord): Promise<ApiResponse> {
   const { options } = run;
@@ -366,7 +366,7 @@ function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Promise<A
  * settles `result` and ends the call (its log line and span). Not an async function awaiting a
  * promise made for the race: settled from here, a call costs one promise and one turn less
  * (0.2-0.3 µs of the 6 µs the client adds on Node 20, measured with both versions of the client
- * in one process, calls in turn; README, Status, "The policy client under 10%").
+ * in one process, calls in turn; scripts/BENCHMARKS.md).
  */
 class InFlight extends Deadline implements ExchangeState {
   stopped = false;

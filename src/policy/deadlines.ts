@@ -65,8 +65,8 @@ function expire(deadline: Deadline): void {
  * A list of calls in flight whose members keep their place in it in a field of their own
  * (`slot` here, `runSlot` for a run's calls): adding one and taking one out take constant time
  * and allocate nothing. Two Sets, this list's and the run's, whose small tables V8 reallocates as
- * they empty, cost 0.2-0.5 µs of the 6 µs the policy client adds to a call on Node 20 (README,
- * Status, "The policy client under 10%").
+ * they empty, cost 0.2-0.5 µs of the 6 µs the policy client adds to a call on Node 20
+ * (scripts/BENCHMARKS.md).
  */
 export function keepIn<K extends string, T extends Record<K, number>>(list: T[], item: T, key: K): void {
   (item as Record<K, number>)[key] = list.push(item) - 1;

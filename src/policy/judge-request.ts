@@ -36,7 +36,7 @@ export interface JudgedRequest {
  * expressions where they can be: a call runs them once, between two trips through the network
  * stack that leave the caches cold, and each regular expression brings its own compiled code and
  * data back into them (judgeRequest took 3.4-4.7 µs inside loopback calls on Node 20 against
- * 0.35 µs in a hot loop; README, under `bench:policy`).
+ * 0.35 µs in a hot loop; scripts/BENCHMARKS.md).
  */
 const KNOWN_METHODS: ReadonlySet<string> = new Set(HTTP_METHODS);
 

@@ -5,7 +5,7 @@
  * streams written straight to the response, a waiting stream's connection taken over). Deno's
  * node:http is a port of Node's own, internals included, and with it Deno 2.9 served 1.40x the chat
  * turns/s of `Deno.serve` with web streams and holds a waiting conversation in about 15 KB instead
- * of 72 KB (10,000 held; README, Benchmarks). Outbound calls go as on Node too, through the
+ * of 72 KB (10,000 held; scripts/BENCHMARKS.md). Outbound calls go as on Node too, through the
  * undici package (over Deno's node:net), so `timeouts_ms.connect` bounds connecting; Deno's own
  * fetch cannot tell connecting from waiting for the answer.
  */

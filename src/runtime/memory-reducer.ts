@@ -15,7 +15,7 @@
  * On Node 20 the reducer runs without it (our benchmarks see it collect), and V8 12 (Node 22) is
  * reported to floor that rate above 0; there the nudges change nothing. Measured with
  * `--trace-memory-reducer --trace-mutator-utilization`: without them Node 24.22 printed
- * "Embedder mutator utilization = 0.000 ... high alloc" at every look; see README, Benchmarks.
+ * "Embedder mutator utilization = 0.000 ... high alloc" at every look; see scripts/BENCHMARKS.md.
  */
 import { Script } from "node:vm";
 
