@@ -8,7 +8,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { createApprovalGate, PauseBook } from "../../src/approvals/gate.js";
 import { createPrincipalHasher } from "../../src/auth/hashing.js";
 import type { Principal } from "../../src/auth/principal.js";
@@ -505,6 +505,19 @@ function recordingClient(policy: ReturnType<typeof loadPolicy>, fetched: string[
   });
 }
 
+/** The built-in approval gate on a memory store, as createApp wires it. */
+function builtInGate(tracing: Tracing): ApprovalGate {
+  return createApprovalGate({
+    store: createMemoryStore(),
+    clock: systemClock,
+    ids: randomIds,
+    metrics: createMetrics(),
+    hashPrincipal: createPrincipalHasher(undefined),
+    pauses: new PauseBook(),
+    tracing,
+  });
+}
+
 describe("refusals: approval and credentials", () => {
   it("refuses a gated call when no approval gate is wired (policy client without a gate); ungated calls go on", async () => {
     const policy = loadPolicy(policyOf({ svc: svc({ approval: { required_for: { methods: ["POST"] }, approvers: ["requester"] } }) }));
@@ -531,15 +544,7 @@ describe("refusals: approval and credentials", () => {
   it("hands an ungated call of a new run to fetch at once through the built-in gate; a resuming run's call and a gated one are looked up first", async () => {
     const policy = loadPolicy(policyOf({ svc: svc({ approval: { required_for: { methods: ["POST"] }, approvers: ["requester"] } }) }));
     const tracing = createTracing({ capture: "metadata", propagate: "peers", agentName: "", agentVersion: "" });
-    const gate = createApprovalGate({
-      store: createMemoryStore(),
-      clock: systemClock,
-      ids: randomIds,
-      metrics: createMetrics(),
-      hashPrincipal: createPrincipalHasher(undefined),
-      pauses: new PauseBook(),
-      tracing,
-    });
+    const gate = builtInGate(tracing);
     const fetched: string[] = [];
     const quiet = createLogger({ level: "ERROR", format: "json", write: () => {} });
     const client = recordingClient(policy, fetched, gate, tracing);
@@ -561,6 +566,38 @@ describe("refusals: approval and credentials", () => {
     expect((gated as { code?: string }).code).toBe("paused");
     expect(fetched).toHaveLength(2);
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(["GET /v1/orders", "GET /v1/orders"]);
+    client.close();
+  });
+
+  it("an ungated call of a stopped run is refused before fetch; a run stopped mid-call fails its call at once", async () => {
+    const policy = loadPolicy(policyOf({ svc: svc() }));
+    const tracing = createTracing({ capture: "metadata", propagate: "peers", agentName: "", agentVersion: "" });
+    const fetched: string[] = [];
+    const quiet = createLogger({ level: "ERROR", format: "json", write: () => {} });
+    const client = recordingClient(policy, fetched, builtInGate(tracing), tracing);
+    const principal = { id: "u1", roles: [], permissions: new Set(), attributes: {}, credentials: {}, actor: null } as unknown as Principal;
+    const runOf = (runId: string, signal: AbortSignal) =>
+      client.forRun({ threadId: "t1", runId, principal, signal, logger: quiet, resumed: false } as never)({ tool: "req", toolCallId: `c-${runId}`, reason: "" } as never);
+
+    // Stopped before the call: the same-turn path checks the stop before anything goes out.
+    const before = new AbortController();
+    const stopped = new Error("run stopped");
+    before.abort(stopped);
+    await expect(runOf("r1", before.signal).request("svc", { method: "GET", path: "/orders" })).rejects.toBe(stopped);
+    expect(fetched).toEqual([]);
+
+    // Stopped while the upstream holds the answer: the call fails with the stop's reason, not the deadline.
+    let held: ServerResponse | undefined;
+    routes.set("/v1/held", (_req, res) => (held = res));
+    const during = new AbortController();
+    const call = runOf("r2", during.signal).request("svc", { method: "GET", path: "/held" });
+    expect(fetched).toEqual([`${origin}/v1/held`]);
+    await vi.waitFor(() => expect(held).toBeDefined());
+    const cut = new Error("run cut");
+    during.abort(cut);
+    await expect(call).rejects.toBe(cut);
+    held!.end();
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(["GET /v1/held"]);
     client.close();
   });
 
