@@ -530,8 +530,10 @@ async function benchClient(policyText, specs) {
 
     // 10,000 calls of each by default: on Node 24 the client's added time fell round by round
     // over the first 10,000 or so (19% of the bare call in the first round after 1,000 warm-up
-    // calls, 12% in the fifth; most likely V8 still tiering its code up, not traced); on Node 20
-    // it did not move.
+    // calls, 12% in the fifth), while V8 still tiered its code up (`--trace-opt`: `send` reached
+    // TurboFan within the first 5,000 calls, `judgeRequest`, `exchange`, `InFlight`, `prepare`
+    // and `readCapped` between 10,000 and 15,000); on Node 20 it did not move. With 20,000 the
+    // figure read as with 10,000 (9.4-11.7%).
     // One call of each whatever --warmup-calls says: the connections and the entry fetch's lazy
     // load of undici are start-up costs, not a call's.
     for (let i = 0; i < Math.max(1, opts.warmupCalls); i++) {
