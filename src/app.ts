@@ -18,7 +18,7 @@ import type { AuthPolicy } from "./auth/policy.js";
 import { type Clock, isoTime, systemClock } from "./clock.js";
 import type { Tracer } from "@opentelemetry/api";
 import { ConfigurationError } from "./errors.js";
-import type { ReadText } from "./files.js";
+import { type ReadText, readNamedFile } from "./files.js";
 import { buildRouter } from "./http/router.js";
 import type { HealthPersistence } from "./http/routes/probes.js";
 import { type Ids, randomIds } from "./ids.js";
@@ -400,13 +400,15 @@ function checkStructuredStrategy(settings: Settings, agent: AgentSetup): void {
     throw new ConfigurationError(`RESPONSE_FORMAT_STRATEGY is provider, but MODEL_PROVIDER ${settings.MODEL_PROVIDER} cannot send the response schema.`);
 }
 
-/** RESPONSE_SCHEMA_PATH: `none` disables; a named file must exist; the default file may be absent. */
+/** RESPONSE_SCHEMA_PATH: `none` disables; a named file must exist; the default file may be absent; either must be readable. */
 async function loadResponseSchema(settings: Settings, readText: ReadText, given: Readonly<Record<string, unknown>> | undefined): Promise<ResponseSchema | undefined> {
   if (given) return readResponseSchema(JSON.stringify(given), "given to createApp");
   const setting = settings.RESPONSE_SCHEMA_PATH;
   if (setting === "none") return undefined;
   const path = setting ?? "response_schema.json";
-  const text = await readText(path);
+  const read = await readNamedFile(readText, path);
+  if ("unreadable" in read) throw new ConfigurationError(`RESPONSE_SCHEMA_PATH ${read.unreadable}.`);
+  const { text } = read;
   if (text === undefined) {
     if (setting !== undefined) throw new ConfigurationError(`RESPONSE_SCHEMA_PATH names a file that does not exist.`);
     return undefined;

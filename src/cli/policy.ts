@@ -27,12 +27,14 @@ export interface ExplainArgs {
   readonly policy: string | undefined;
 }
 
-function readText(path: string): string | undefined {
+/** The file's text, undefined when there is none, or why it cannot be read (its errno code). */
+function readText(path: string): string | undefined | { readonly unreadable: string } {
   try {
     return readFileSync(resolve(path), "utf8");
   } catch (error) {
-    if ((error as { code?: unknown }).code === "ENOENT") return undefined;
-    throw error;
+    const code = (error as { code?: unknown }).code;
+    if (code === "ENOENT") return undefined;
+    return { unreadable: `cannot be read (${typeof code === "string" ? code : "error"})` };
   }
 }
 
@@ -53,6 +55,7 @@ export function explain(p: Printer, args: ExplainArgs): number {
   };
   const text = readText(path);
   if (text === undefined) return problems([{ place: path, message: "there is no such file (without a policy every outbound call is refused)" }]);
+  if (typeof text !== "string") return problems([{ place: path, message: text.unreadable }]);
   let policy;
   try {
     policy = loadPolicy(text, path);
@@ -66,6 +69,7 @@ export function explain(p: Printer, args: ExplainArgs): number {
     if (!api.openapi) continue;
     const doc = readText(api.openapi);
     if (doc === undefined) bad.push({ place: `apis.${name}.openapi`, message: "names a file that does not exist" });
+    else if (typeof doc !== "string") bad.push({ place: `apis.${name}.openapi`, message: `names a file that ${doc.unreadable}` });
     else
       try {
         openapi.set(name, parseOpenApi(doc).operations);

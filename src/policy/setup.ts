@@ -3,7 +3,7 @@
  * needs (base URL, bearer token) and every tool's declared calls, and reports every problem at
  * once as one PolicyError. Without a policy file every outbound call is refused.
  */
-import type { ReadText } from "../files.js";
+import { type ReadText, readNamedFile } from "../files.js";
 import { isHttpUrl } from "../settings/fields.js";
 import { checkDeclaredCalls, type DeclaringTool } from "./declared.js";
 import { loadPolicy, type Policy, PolicyError, type PolicyProblem } from "./document.js";
@@ -34,7 +34,9 @@ export interface PolicySetupInput {
 }
 
 export async function preparePolicy(input: PolicySetupInput): Promise<PolicySetup | undefined> {
-  const text = input.text ?? (await input.readText(input.path));
+  const read = input.text !== undefined ? { text: input.text } : await readNamedFile(input.readText, input.path);
+  if ("unreadable" in read) throw new PolicyError([{ place: "API_POLICY_PATH", message: read.unreadable }]);
+  const { text } = read;
   if (text === undefined) {
     if (input.explicit) throw new PolicyError([{ place: "API_POLICY_PATH", message: "names a file that does not exist" }]);
     const declared = checkDeclaredCalls(input.tools, undefined, undefined, new Map());
@@ -65,11 +67,12 @@ export async function preparePolicy(input: PolicySetupInput): Promise<PolicySetu
       else tokens.set(name, token);
     }
     if (api.openapi) {
-      const doc = await input.readText(api.openapi);
-      if (doc === undefined) problems.push({ place: `${place}.openapi`, message: "names a file that does not exist" });
+      const doc = await readNamedFile(input.readText, api.openapi);
+      if ("unreadable" in doc) problems.push({ place: `${place}.openapi`, message: doc.unreadable });
+      else if (doc.text === undefined) problems.push({ place: `${place}.openapi`, message: "names a file that does not exist" });
       else {
         try {
-          documents.set(name, parseOpenApi(doc));
+          documents.set(name, parseOpenApi(doc.text));
         } catch (error) {
           problems.push({ place: `${place}.openapi`, message: error instanceof Error ? error.message : "cannot be read" });
         }

@@ -13,13 +13,13 @@
  * more chat turns/s in less memory than `Deno.serve`).
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Tool } from "../agent/tools/define.js";
 import { type App, type CreateAppOptions, createApp } from "../app.js";
 import type { CustomAuthPolicy } from "../auth/custom.js";
-import { isAppError, type SettingsError } from "../errors.js";
+import { isAppError, SettingsError, type SettingsProblem } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
 import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
@@ -67,8 +67,9 @@ export async function runEntry(options: EntryOptions): Promise<void> {
     playgroundKey = `dev-${randomBytes(16).toString("hex")}`;
     env.API_KEY = playgroundKey;
   }
-  // Every bad variable is named at once, before a module the environment names is loaded (whose
-  // own failure would otherwise hide them): createApp parses the same environment again.
+  // Every bad variable is named at once, with the files the environment names that are not
+  // there, before a module it names is loaded (whose own failure would otherwise hide them):
+  // createApp parses the same environment again.
   checkSettings(env);
   const authPolicy = env.AUTH_CUSTOM_MODULE ? await loadAuthPolicy(env.AUTH_CUSTOM_MODULE) : undefined;
   const tools = env.TOOLS_MODULE ? await loadTools(env.TOOLS_MODULE) : undefined;
@@ -141,12 +142,48 @@ function invalidSettings(error: unknown): void {
   process.exit(2);
 }
 
+/**
+ * The settings, and the files named by RESPONSE_SCHEMA_PATH, AUTH_CUSTOM_MODULE and TOOLS_MODULE
+ * (missing, a directory, unreadable), named together in one start (exit 2). A TOOLS_MODULE file
+ * that is the only problem is left to loadTools, which names it with CONTRACT's exit 3.
+ */
 function checkSettings(env: Readonly<Record<string, string | undefined>>): void {
+  const problems: SettingsProblem[] = [];
   try {
     parseSettings(env);
   } catch (error) {
-    invalidSettings(error);
-    throw error;
+    if (!isAppError(error) || error.code !== "invalid_settings") throw error;
+    problems.push(...(error as SettingsError).problems);
+  }
+  const files = namedFileProblems(env);
+  if (problems.length > 0 || files.some((p) => p.variable !== "TOOLS_MODULE")) invalidSettings(new SettingsError([...problems, ...files]));
+}
+
+/** What is wrong with the files the settings name, by the variable (never the path). */
+function namedFileProblems(env: Readonly<Record<string, string | undefined>>): SettingsProblem[] {
+  const problems: SettingsProblem[] = [];
+  const schema = env.RESPONSE_SCHEMA_PATH;
+  const named: [string, string | undefined][] = [
+    ["RESPONSE_SCHEMA_PATH", schema === "none" ? undefined : schema],
+    ["AUTH_CUSTOM_MODULE", env.AUTH_CUSTOM_MODULE],
+    ["TOOLS_MODULE", env.TOOLS_MODULE],
+  ];
+  for (const [variable, path] of named) {
+    if (!path) continue;
+    const problem = fileProblem(resolve(path));
+    if (problem) problems.push({ variable, message: problem });
+  }
+  return problems;
+}
+
+function fileProblem(path: string): string | undefined {
+  try {
+    if (statSync(path).isDirectory()) return "names a directory, not a file";
+    return undefined;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return "names a file that does not exist";
+    return `names a file that cannot be read (${typeof code === "string" ? code : "error"})`;
   }
 }
 
@@ -166,12 +203,27 @@ async function startApp(options: CreateAppOptions): Promise<App> {
   }
 }
 
-/** AUTH_CUSTOM_MODULE: an ES module whose default (or `policy`) export is the custom auth policy. */
+/**
+ * AUTH_CUSTOM_MODULE: an ES module whose default (or `policy`) export is the custom auth policy.
+ * One that does not load, or exports something else, stops startup naming the variable (exit
+ * 2); as with TOOLS_MODULE, the module's own error is not printed (it may quote its source).
+ */
 async function loadAuthPolicy(path: string): Promise<CustomAuthPolicy> {
-  const mod = (await import(pathToFileURL(resolve(path)).href)) as { default?: CustomAuthPolicy; policy?: CustomAuthPolicy };
+  let mod: { default?: CustomAuthPolicy; policy?: CustomAuthPolicy };
+  try {
+    mod = (await import(pathToFileURL(resolve(path)).href)) as typeof mod;
+  } catch (error) {
+    return fail(`The service cannot start: AUTH_CUSTOM_MODULE does not load (${loadFailure(error)}).`, 2);
+  }
   const policy = mod.default ?? mod.policy;
-  if (!policy || typeof policy.authenticate !== "function") return fail("AUTH_CUSTOM_MODULE must export (default or `policy`) an object with authenticate(request).", 2);
+  if (!policy || typeof policy.authenticate !== "function") return fail("The service cannot start: AUTH_CUSTOM_MODULE must export (default or `policy`) an object with authenticate(request).", 2);
   return policy;
+}
+
+/** A module's load failure as its error's name and code, without its message. */
+function loadFailure(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  return `${error instanceof Error ? error.name : "error"}${typeof code === "string" ? ` ${code}` : ""}`;
 }
 
 /**
@@ -186,8 +238,7 @@ async function loadTools(path: string): Promise<Tool[]> {
   try {
     mod = (await import(pathToFileURL(resolve(path)).href)) as typeof mod;
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    return stop(`does not load (${error instanceof Error ? error.name : "error"}${typeof code === "string" ? ` ${code}` : ""})`);
+    return stop(`does not load (${loadFailure(error)})`);
   }
   const tools = mod.default ?? mod.tools;
   const isTool = (t: unknown) =>

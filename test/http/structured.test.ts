@@ -88,6 +88,10 @@ describe("response schema file", () => {
 
   it("RESPONSE_SCHEMA_PATH must exist when named; none disables", async () => {
     await expect(makeApp({ RESPONSE_SCHEMA_PATH: "/nonexistent/schema.json" })).rejects.toThrow(/RESPONSE_SCHEMA_PATH/);
+    // A file there that cannot be read is named by the setting and the errno code, never the path.
+    const unreadable = Object.assign(new Error("EACCES: permission denied, open '/srv/secret-dir/schema.json'"), { code: "EACCES" });
+    const refused = makeApp({ RESPONSE_SCHEMA_PATH: "/srv/secret-dir/schema.json" }, { readText: async (path) => (path.endsWith("schema.json") ? Promise.reject(unreadable) : undefined) });
+    await expect(refused).rejects.toThrow(/^RESPONSE_SCHEMA_PATH names a file that cannot be read \(EACCES\)\.$/);
     app = await makeApp({ RESPONSE_SCHEMA_PATH: "none" });
     expect(answerText((await chat(app, { message: "hi" })).events)).toBe("echo: hi");
   });

@@ -342,6 +342,9 @@ describe("agentcli policy explain", () => {
     const missing = await cli(["policy", "explain", "shop", "GET", "/"], {}, { cwd: dir.replace(/\/[^/]+$/, "") });
     expect(missing.code).toBe(3);
     expect(missing.stderr).toContain("api-policy.yaml: there is no such file");
+    const directory = await cli(["policy", "explain", "shop", "GET", "/", "--policy", dir]);
+    expect(directory.code).toBe(3);
+    expect(directory.stderr).toContain(`${dir}: cannot be read (EISDIR)\n`);
     expect((await explain(["shop", "POST", "/orders", "--body", "{nope"])).code).toBe(2);
   });
 });

@@ -167,13 +167,47 @@ describe("TOOLS_MODULE", () => {
     }
   });
 
-  it("bad settings are all named before the module is loaded (exit 2), whatever the module", async () => {
-    const svc = spawnService({ ...FAKE, HOST, PORT: "abc", RETENTION_DAYS: "x", TOOLS_MODULE: "/nonexistent/tools.mjs", AUTH_CUSTOM_MODULE: "/nonexistent/auth.mjs", ENV_FILE: "/nonexistent/.env" });
+  it("bad settings and the files they name that are not there are all named in one start (exit 2), before a module is loaded", async () => {
+    const svc = spawnService({
+      ...FAKE,
+      HOST,
+      PORT: "abc",
+      RETENTION_DAYS: "x",
+      RESPONSE_SCHEMA_PATH: "/nonexistent/schema.json",
+      TOOLS_MODULE: "/nonexistent/tools.mjs",
+      AUTH_CUSTOM_MODULE: "test/runtime/fixtures",
+      ENV_FILE: "/nonexistent/.env",
+    });
     expect(await svc.exited).toBe(2);
-    expect(svc.stderr()).toMatch(/^The service cannot start: invalid settings\.\n/);
-    expect(svc.stderr()).toMatch(/\n  PORT: /);
-    expect(svc.stderr()).toMatch(/\n  RETENTION_DAYS: /);
-    expect(svc.stderr()).not.toMatch(/TOOLS_MODULE|AUTH_CUSTOM_MODULE/);
+    expect(svc.stderr()).toBe(
+      [
+        "The service cannot start: invalid settings.",
+        "  PORT: must be a whole number",
+        "  RETENTION_DAYS: must be a whole number",
+        "  RESPONSE_SCHEMA_PATH: names a file that does not exist",
+        "  AUTH_CUSTOM_MODULE: names a directory, not a file",
+        "  TOOLS_MODULE: names a file that does not exist",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("a file a setting names that is a directory stops startup naming the setting, never with a stack trace", async () => {
+    const cases: [Record<string, string>, number, string][] = [
+      [{ RESPONSE_SCHEMA_PATH: "test/runtime/fixtures" }, 2, "The service cannot start: invalid settings.\n  RESPONSE_SCHEMA_PATH: names a directory, not a file\n"],
+      [{ API_POLICY_PATH: "test/runtime/fixtures" }, 3, "The service cannot start: the API policy has problems.\n  API_POLICY_PATH: names a file that cannot be read (EISDIR)\n"],
+    ];
+    for (const [env, code, stderr] of cases) {
+      const svc = spawnService({ ...FAKE, HOST, PORT: "0", ...env, ENV_FILE: "/nonexistent/.env" });
+      expect(await svc.exited, JSON.stringify(env)).toBe(code);
+      expect(svc.stderr()).toBe(stderr);
+    }
+  });
+
+  it("an AUTH_CUSTOM_MODULE that does not load stops startup naming it (exit 2), without the module's own error", async () => {
+    const svc = spawnService({ ...FAKE, HOST, PORT: "0", AUTH_POLICY: "custom", AUTH_CUSTOM_MODULE: "test/runtime/fixtures/throws-on-load.mjs", ENV_FILE: "/nonexistent/.env" });
+    expect(await svc.exited).toBe(2);
+    expect(svc.stderr()).toBe("The service cannot start: AUTH_CUSTOM_MODULE does not load (Error).\n");
   });
 
   it("an empty array is an agent with no tools, as createApp({ tools: [] }) makes it", async () => {

@@ -143,6 +143,20 @@ describe("policy:check", () => {
     expect(res.out).toContain("API_POLICY_PATH: names a file that does not exist");
   });
 
+  it("exits 3 naming the place, not crashing, when the policy or an OpenAPI file it names is a directory", async () => {
+    const dir = tempDir();
+    const policy = await run(["--policy", dir]);
+    expect(policy.code, policy.out).toBe(3);
+    expect(policy.out).toContain("API_POLICY_PATH: names a file that cannot be read (EISDIR)");
+    writeFileSync(
+      join(dir, "api-policy.yaml"),
+      ["apis:", "  orders:", "    base_url_env: ORDERS_URL", "    auth: none", "    allowed_methods: [GET]", `    openapi: ${JSON.stringify(dir)}`, ""].join("\n"),
+    );
+    const openapi = await run(["--policy", join(dir, "api-policy.yaml")], { ORDERS_URL: "https://orders.example" }, dir);
+    expect(openapi.code, openapi.out).toBe(3);
+    expect(openapi.stderr).toContain("apis.orders.openapi: names a file that cannot be read (EISDIR)\n");
+  });
+
   it("exits 3 naming tools.<name>.calls[i] when a tool declares a call the policy refuses", async () => {
     const dir = tempDir();
     const tools = join(dir, "tools.mjs");
