@@ -124,13 +124,23 @@ export async function runEntry(options: EntryOptions): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
-/** ENV_FILE (default `.env`): missing is fine, unreadable or malformed stops startup (exit 2). */
+/**
+ * ENV_FILE (default `.env`): missing is fine, unreadable or malformed stops startup (exit 2),
+ * naming the file and the line, never a value in it.
+ */
 function readEnvFile(path: string): Record<string, string> {
+  let text: string;
   try {
-    return parseEnvFile(readFileSync(resolve(path), "utf8"));
+    text = readFileSync(resolve(path), "utf8");
   } catch (error) {
-    if ((error as { code?: unknown }).code === "ENOENT") return {};
-    return fail(`Cannot read ${path}: ${(error as Error).message}`, 2);
+    const code = (error as { code?: unknown }).code;
+    if (code === "ENOENT") return {};
+    return fail(`The service cannot start: the env file ${path} cannot be read (${typeof code === "string" ? code : "error"}).`, 2);
+  }
+  try {
+    return parseEnvFile(text);
+  } catch (error) {
+    return fail(`The service cannot start: the env file ${path}: ${(error as Error).message}.`, 2);
   }
 }
 

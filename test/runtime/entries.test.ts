@@ -104,5 +104,23 @@ describe.each<RuntimeName>(["node", "bun", "deno"])("%s entry and the env file",
     expect((await card("from_env_file")).status).toBe(200);
     expect((await card("from_dotenv")).status).toBe(404);
   });
+
+  it("an env file that cannot be read or has a bad line stops startup naming the file and the line, never a value (exit 2)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "entry-badenv-"));
+    const file = join(dir, "service.env");
+    writeFileSync(file, "API_KEY=env-secret-4b1d\nnot a setting\n");
+    const bad = spawnEntry(runtime, { ...FAKE, HOST, PORT: "0", ENV_FILE: file });
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toBe(`The service cannot start: the env file ${file}: env file line 2 is not KEY=value.\n`);
+    const directory = spawnEntry(runtime, { ...FAKE, HOST, PORT: "0", ENV_FILE: dir });
+    expect(await directory.exited).toBe(2);
+    expect(directory.stderr()).toBe(`The service cannot start: the env file ${dir} cannot be read (EISDIR).\n`);
+  });
+
+  it("names a bad value and a setting's missing file in one start (exit 2)", async () => {
+    const svc = spawnEntry(runtime, { ...FAKE, HOST, PORT: "abc", RESPONSE_SCHEMA_PATH: "/nonexistent/schema.json", ENV_FILE: "/nonexistent/.env" });
+    expect(await svc.exited).toBe(2);
+    expect(svc.stderr()).toBe("The service cannot start: invalid settings.\n  PORT: must be a whole number\n  RESPONSE_SCHEMA_PATH: names a file that does not exist\n");
+  });
 });
 
