@@ -13,7 +13,7 @@
  * more chat turns/s in less memory than `Deno.serve`).
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Tool } from "../agent/tools/define.js";
@@ -189,6 +189,7 @@ function namedFileProblems(env: Readonly<Record<string, string | undefined>>): S
 function fileProblem(path: string): string | undefined {
   try {
     if (statSync(path).isDirectory()) return "names a directory, not a file";
+    accessSync(path, constants.R_OK);
     return undefined;
   } catch (error) {
     const code = (error as { code?: unknown }).code;
