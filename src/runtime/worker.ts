@@ -12,7 +12,9 @@
  * Object classes, and points wrangler.toml's `main` at it (workerd loads no TOOLS_MODULE).
  */
 import { createApp, type App, type CreateAppOptions } from "../app.js";
-import { isAppError, type SettingsError } from "../errors.js";
+import { isAppError, SettingsError } from "../errors.js";
+import type { PolicyError } from "../policy/document.js";
+import { parseSettings } from "../settings/parse.js";
 import { flushAfterResponse, workerTraceExport } from "./worker-tracing.js";
 import { runScheduled } from "./workerd/scheduled.js";
 import { type WorkerStorage, workerStorage } from "./workerd/storage.js";
@@ -28,11 +30,53 @@ export interface ModuleWorker {
   scheduled(controller: { readonly scheduledTime: number }, env: Record<string, unknown>): Promise<void>;
 }
 
-/** Bad bindings: every request answers 500 naming the variables (never their values). */
-function settingsFailure(error: unknown): Response {
-  const problems = isAppError(error) && error.code === "invalid_settings" ? (error as SettingsError).problems : [];
-  const detail = problems.length > 0 ? `Invalid settings: ${problems.map((p) => `${p.variable} ${p.message}`).join("; ")}.` : "The service failed to start.";
+/**
+ * A worker that cannot start answers every request 500: bad bindings naming the variables (never
+ * their values); any other problem (the API policy's, a setting that cannot be used) by its kind
+ * only, since a caller need not learn the deployment's APIs. The worker's log (`wrangler tail`)
+ * names everything, once per isolate, as the Node entry does on stderr (startupFailure).
+ */
+function startFailureResponse(error: unknown): Response {
+  const code = isAppError(error) ? error.code : undefined;
+  const detail =
+    code === "invalid_settings"
+      ? `Invalid settings: ${(error as SettingsError).problems.map((p) => `${p.variable} ${p.message}`).join("; ")}.`
+      : code === "invalid_policy"
+        ? "The service failed to start: the API policy has problems; the worker's log names them."
+        : "The service failed to start; the worker's log says why.";
   return Response.json({ detail }, { status: 500 });
+}
+
+/** The lines the worker's log gets when it cannot start: what the Node entry prints on stderr. */
+function startFailure(error: unknown): string {
+  const code = isAppError(error) ? error.code : undefined;
+  if (code === "invalid_settings")
+    return ["The service cannot start: invalid settings.", ...(error as SettingsError).problems.map((p) => `  ${p.variable}: ${p.message}`)].join("\n");
+  if (code === "invalid_policy")
+    return ["The service cannot start: the API policy has problems.", ...(error as PolicyError).problems.map((p) => `  ${p.place}: ${p.message}`)].join("\n");
+  if (code === "configuration") return `The service cannot start: ${(error as Error).message}`;
+  return `The service cannot start: ${error instanceof Error ? `${error.name}: ${error.message}` : "an unknown error"}`;
+}
+
+/**
+ * RESPONSE_SCHEMA (JSON text): one that does not parse is a bad binding, named with the others
+ * the settings parse finds.
+ */
+function schemaBinding(vars: Readonly<Record<string, string>>): Record<string, unknown> | undefined {
+  const text = vars.RESPONSE_SCHEMA;
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    let problems: SettingsError["problems"] = [];
+    try {
+      parseSettings(vars);
+    } catch (error) {
+      if (!isAppError(error) || error.code !== "invalid_settings") throw error;
+      problems = (error as SettingsError).problems;
+    }
+    throw new SettingsError([...problems, { variable: "RESPONSE_SCHEMA", message: "is not JSON" }]);
+  }
 }
 
 function hasWaitUntil(ctx: unknown): ctx is { waitUntil(promise: Promise<unknown>): void } {
@@ -43,29 +87,34 @@ export function createWorker(options: WorkerOptions = {}): ModuleWorker {
   let app: Promise<App> | undefined;
   let scoped: WorkerStorage["scoped"] = (work) => work();
 
+  const start = async (env: Record<string, unknown>): Promise<App> => {
+    const given: Record<string, string> = {};
+    for (const [k, v] of Object.entries(env)) if (typeof v === "string") given[k] = v;
+    const { vars, ...storage } = workerStorage(env, given);
+    scoped = storage.scoped;
+    // No files on workerd: a response schema or an API policy come as text bindings.
+    const schema = schemaBinding(vars);
+    // HOST/PORT do not say where a worker is reached: without APP_URL the A2A card names the
+    // origin each request came to (as `wrangler dev` or the route serves it).
+    return createApp({
+      ...options,
+      env: vars,
+      // /health says where state lives: the Durable Objects, PostgreSQL (sql) or isolate memory.
+      ...(storage.store && storage.lease
+        ? { storage: async (settings) => ({ store: storage.store!, lease: storage.lease!, persistence: { checkpointer: storage.checkpointer ?? settings.CHECKPOINTER } }) }
+        : {}),
+      intervalJobs: false,
+      cardFollowsRequest: true,
+      traceExport: workerTraceExport,
+      ...(schema ? { responseSchema: schema } : {}),
+      ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}),
+    });
+  };
+  /** One start per isolate: a failed one is kept (its cause is in the bindings), and logged once. */
   const appFor = (env: Record<string, unknown>): Promise<App> => {
     if (!app) {
-      const given: Record<string, string> = {};
-      for (const [k, v] of Object.entries(env)) if (typeof v === "string") given[k] = v;
-      const { vars, ...storage } = workerStorage(env, given);
-      scoped = storage.scoped;
-      // No files on workerd: a response schema or an API policy come as text bindings.
-      const schema = vars.RESPONSE_SCHEMA ? (JSON.parse(vars.RESPONSE_SCHEMA) as Record<string, unknown>) : undefined;
-      // HOST/PORT do not say where a worker is reached: without APP_URL the A2A card names the
-      // origin each request came to (as `wrangler dev` or the route serves it).
-      app = createApp({
-        ...options,
-        env: vars,
-        // /health says where state lives: the Durable Objects, PostgreSQL (sql) or isolate memory.
-        ...(storage.store && storage.lease
-          ? { storage: async (settings) => ({ store: storage.store!, lease: storage.lease!, persistence: { checkpointer: storage.checkpointer ?? settings.CHECKPOINTER } }) }
-          : {}),
-        intervalJobs: false,
-        cardFollowsRequest: true,
-        traceExport: workerTraceExport,
-        ...(schema ? { responseSchema: schema } : {}),
-        ...(vars.API_POLICY ? { policyText: vars.API_POLICY } : {}),
-      });
+      app = start(env);
+      app.catch((error: unknown) => console.error(startFailure(error)));
     }
     return app;
   };
@@ -76,7 +125,7 @@ export function createWorker(options: WorkerOptions = {}): ModuleWorker {
       try {
         ready = await appFor(env);
       } catch (error) {
-        return settingsFailure(error);
+        return startFailureResponse(error);
       }
       const response = await scoped(() => ready.fetch(request, env, ctx));
       if (!hasWaitUntil(ctx)) return response;

@@ -268,3 +268,49 @@ describe("workerd: the cron trigger runs the background jobs", () => {
     }
   });
 });
+
+describe("workerd: a worker that cannot start", () => {
+  /** The worker with `bindings`, and everything it writes to its log (stdout and stderr). */
+  async function withLog(bindings: Record<string, string>): Promise<{ worker: Miniflare; log: () => string }> {
+    let out = "";
+    const worker = await startWorker(bindings, {
+      handleRuntimeStdio(stdout: NodeJS.ReadableStream, stderr: NodeJS.ReadableStream) {
+        for (const stream of [stdout, stderr]) stream.on("data", (chunk: Buffer) => (out += chunk.toString()));
+      },
+    });
+    return { worker, log: () => out };
+  }
+  const health = (worker: Miniflare) => worker.dispatchFetch("http://localhost/health").then(async (r) => ({ status: r.status, body: (await r.json()) as { detail: string } }));
+
+  it("answers 500 naming every bad binding, a RESPONSE_SCHEMA that is not JSON among them, and logs them once", async () => {
+    const { worker, log } = await withLog({ LOG_LEVEL: "LOUD", RECURSION_LIMIT: "x", RESPONSE_SCHEMA: "{not json" });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const res = await health(worker);
+        expect(res.status).toBe(500);
+        expect(res.body.detail).toMatch(/^Invalid settings: LOG_LEVEL .+; RECURSION_LIMIT .+; RESPONSE_SCHEMA is not JSON\.$/);
+        expect(res.body.detail).not.toContain("LOUD");
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      expect(log()).toContain("The service cannot start: invalid settings.\n  LOG_LEVEL: ");
+      expect(log()).toContain("\n  RESPONSE_SCHEMA: is not JSON");
+      expect(log().split("The service cannot start").length - 1).toBe(1);
+    } finally {
+      await worker.dispose();
+    }
+  });
+
+  it("answers 500 by kind only when the API policy has problems; its log names their places", async () => {
+    const policy = "apis:\n  billing:\n    base_url_env: BILLING_URL\n    auth: sometimes\n    allowed_methods: [GET]\n";
+    const { worker, log } = await withLog({ API_POLICY: policy });
+    try {
+      const res = await health(worker);
+      expect(res.status).toBe(500);
+      expect(res.body.detail).toBe("The service failed to start: the API policy has problems; the worker's log names them.");
+      await new Promise((r) => setTimeout(r, 200));
+      expect(log()).toContain("The service cannot start: the API policy has problems.\n  apis.billing.auth: ");
+    } finally {
+      await worker.dispose();
+    }
+  });
+});
