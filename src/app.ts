@@ -17,7 +17,8 @@ import { createPrincipalHasher, type PrincipalHasher } from "./auth/hashing.js";
 import type { AuthPolicy } from "./auth/policy.js";
 import { type Clock, isoTime, systemClock } from "./clock.js";
 import type { Tracer } from "@opentelemetry/api";
-import { ConfigurationError } from "./errors.js";
+import { ConfigurationError, isAppError, type SettingsError } from "./errors.js";
+import type { PolicyError } from "./policy/document.js";
 import { type ReadText, readNamedFile } from "./files.js";
 import { buildRouter } from "./http/router.js";
 import type { HealthPersistence } from "./http/routes/probes.js";
@@ -167,6 +168,22 @@ export interface App {
   drain(graceMs: number): Promise<void>;
   /** Stops timers, interrupts runs still going, closes pools, then flushes and stops the trace export. */
   close(): Promise<void>;
+}
+
+/**
+ * What a start that createApp (or a runtime entry's own settings check) refused says: the
+ * headline and a line per problem, naming variables and policy places, never values. The Node,
+ * Bun and Deno entries print it on stderr, the workerd entry logs it. Undefined for an error that
+ * is not one of these (a bug, which the runtime reports as it reports any).
+ */
+export function startFailureLines(error: unknown): string[] | undefined {
+  if (!isAppError(error)) return undefined;
+  if (error.code === "invalid_settings")
+    return ["The service cannot start: invalid settings.", ...(error as SettingsError).problems.map((p) => `  ${p.variable}: ${p.message}`)];
+  if (error.code === "invalid_policy")
+    return ["The service cannot start: the API policy has problems.", ...(error as PolicyError).problems.map((p) => `  ${p.place}: ${p.message}`)];
+  if (error.code === "configuration") return [`The service cannot start: ${error.message}`];
+  return undefined;
 }
 
 export async function createApp(options: CreateAppOptions = {}): Promise<App> {

@@ -17,11 +17,10 @@ import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Tool } from "../agent/tools/define.js";
-import { type App, type CreateAppOptions, createApp } from "../app.js";
+import { type App, type CreateAppOptions, createApp, startFailureLines } from "../app.js";
 import type { CustomAuthPolicy } from "../auth/custom.js";
 import { isAppError, SettingsError, type SettingsProblem } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
-import type { PolicyError } from "../policy/document.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
 import { parseSettings } from "../settings/parse.js";
 import { hostReadText } from "./files.js";
@@ -144,12 +143,15 @@ function readEnvFile(path: string): Record<string, string> {
   }
 }
 
-/** Invalid settings stop startup: each bad variable on a line of its own, exit code 2. */
-function invalidSettings(error: unknown): void {
-  if (!isAppError(error) || error.code !== "invalid_settings") return;
-  process.stderr.write("The service cannot start: invalid settings.\n");
-  for (const p of (error as SettingsError).problems) process.stderr.write(`  ${p.variable}: ${p.message}\n`);
-  process.exit(2);
+/**
+ * A start refused for a reason of ours stops here: its lines on stderr (startFailureLines) and
+ * its exit code, 3 for the API policy, 2 for settings and the rest; any other error goes on.
+ */
+function stopOnStartFailure(error: unknown): void {
+  const lines = startFailureLines(error);
+  if (lines === undefined) return;
+  process.stderr.write(lines.map((line) => `${line}\n`).join(""));
+  process.exit(isAppError(error) && error.code === "invalid_policy" ? 3 : 2);
 }
 
 /**
@@ -166,7 +168,7 @@ function checkSettings(env: Readonly<Record<string, string | undefined>>): void 
     problems.push(...(error as SettingsError).problems);
   }
   const files = namedFileProblems(env);
-  if (problems.length > 0 || files.some((p) => p.variable !== "TOOLS_MODULE")) invalidSettings(new SettingsError([...problems, ...files]));
+  if (problems.length > 0 || files.some((p) => p.variable !== "TOOLS_MODULE")) stopOnStartFailure(new SettingsError([...problems, ...files]));
 }
 
 /** What is wrong with the files the settings name, by the variable (never the path). */
@@ -203,13 +205,7 @@ async function startApp(options: CreateAppOptions): Promise<App> {
   try {
     return await createApp(options);
   } catch (error) {
-    invalidSettings(error);
-    if (isAppError(error) && error.code === "configuration") fail(`The service cannot start: ${error.message}`, 2);
-    if (isAppError(error) && error.code === "invalid_policy") {
-      process.stderr.write("The service cannot start: the API policy has problems.\n");
-      for (const p of (error as PolicyError).problems) process.stderr.write(`  ${p.place}: ${p.message}\n`);
-      process.exit(3);
-    }
+    stopOnStartFailure(error);
     throw error;
   }
 }

@@ -11,9 +11,8 @@
  * of two lines, `export default createWorker({ tools })` and the re-export of the two Durable
  * Object classes, and points wrangler.toml's `main` at it (workerd loads no TOOLS_MODULE).
  */
-import { createApp, type App, type CreateAppOptions } from "../app.js";
+import { createApp, startFailureLines, type App, type CreateAppOptions } from "../app.js";
 import { isAppError, SettingsError } from "../errors.js";
-import type { PolicyError } from "../policy/document.js";
 import { parseSettings } from "../settings/parse.js";
 import { flushAfterResponse, workerTraceExport } from "./worker-tracing.js";
 import { runScheduled } from "./workerd/scheduled.js";
@@ -34,7 +33,7 @@ export interface ModuleWorker {
  * A worker that cannot start answers every request 500: bad bindings naming the variables (never
  * their values); any other problem (the API policy's, a setting that cannot be used) by its kind
  * only, since a caller need not learn the deployment's APIs. The worker's log (`wrangler tail`)
- * names everything, once per isolate, as the Node entry does on stderr (startupFailure).
+ * names everything, once per isolate, as the Node entry does on stderr (startFailure).
  */
 function startFailureResponse(error: unknown): Response {
   const code = isAppError(error) ? error.code : undefined;
@@ -47,15 +46,10 @@ function startFailureResponse(error: unknown): Response {
   return Response.json({ detail }, { status: 500 });
 }
 
-/** The lines the worker's log gets when it cannot start: what the Node entry prints on stderr. */
+/** What the worker's log gets when it cannot start: what the Node entry prints on stderr. */
 function startFailure(error: unknown): string {
-  const code = isAppError(error) ? error.code : undefined;
-  if (code === "invalid_settings")
-    return ["The service cannot start: invalid settings.", ...(error as SettingsError).problems.map((p) => `  ${p.variable}: ${p.message}`)].join("\n");
-  if (code === "invalid_policy")
-    return ["The service cannot start: the API policy has problems.", ...(error as PolicyError).problems.map((p) => `  ${p.place}: ${p.message}`)].join("\n");
-  if (code === "configuration") return `The service cannot start: ${(error as Error).message}`;
-  return `The service cannot start: ${error instanceof Error ? `${error.name}: ${error.message}` : "an unknown error"}`;
+  const lines = startFailureLines(error) ?? [`The service cannot start: ${error instanceof Error ? `${error.name}: ${error.message}` : "an unknown error"}`];
+  return lines.join("\n");
 }
 
 /**
