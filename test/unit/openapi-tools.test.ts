@@ -141,6 +141,16 @@ describe("reading an operation", () => {
     expect(partial.unusable).toEqual(["its path placeholders must be whole segments like {name}"]);
   });
 
+  it("refuses an operation whose parameters (its own or its path item's) are not a list, rather than reading none", () => {
+    for (const paths of [{ "/a": { get: { parameters: 5 } } }, { "/a": { parameters: { name: "q", in: "query" }, get: {} } }]) {
+      const r = read(paths);
+      expect(r.plan).toBeUndefined();
+      expect(r.unusable).toEqual(["its parameters are not a list"]);
+    }
+    // An empty `parameters:` key in YAML is null: none.
+    expect(read({ "/a": { parameters: null, get: { parameters: null } } }).plan).toBeDefined();
+  });
+
   it("follows a path item $ref", () => {
     const doc = parseOpenApi(JSON.stringify({ openapi: "3.1.0", paths: { "/a": { $ref: "#/components/pathItems/A" } }, components: { pathItems: { A: { get: { operationId: "getA" } } } } }));
     expect(doc.operations).toEqual([{ operationId: "getA", method: "GET", path: "/a" }]);

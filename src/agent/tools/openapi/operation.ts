@@ -122,7 +122,13 @@ export function readOperation(reader: SchemaReader, entry: OperationEntry): Oper
 function parametersOf(reader: SchemaReader, entry: OperationEntry, unusable: string[]): Record<string, unknown>[] {
   const byKey = new Map<string, Record<string, unknown>>();
   for (const list of [entry.pathItem.parameters, entry.object.parameters]) {
-    if (!Array.isArray(list)) continue;
+    // An empty `parameters:` key (YAML's null) is none; anything else that is not a list is not
+    // read as none, or the operation's arguments would be guessed from its path alone.
+    if (list === undefined || list === null) continue;
+    if (!Array.isArray(list)) {
+      unusable.push("its parameters are not a list");
+      continue;
+    }
     for (const raw of list) {
       let p: Record<string, unknown> | undefined;
       try {
