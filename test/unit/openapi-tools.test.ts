@@ -151,6 +151,15 @@ describe("reading an operation", () => {
     expect(read({ "/a": { parameters: null, get: { parameters: null } } }).plan).toBeDefined();
   });
 
+  it("refuses a request body that is not an object, or a required one without content; leaves out an optional one without", () => {
+    expect(read({ "/a": { post: { requestBody: 5 } } }).unusable).toEqual(["its request body is not an object"]);
+    expect(read({ "/a": { post: { requestBody: { required: true, content: {} } } } }).unusable).toEqual(["a request body without content"]);
+    const optional = read({ "/a": { post: { requestBody: { description: "x" } } } });
+    expect(optional.plan).toBeDefined();
+    expect(optional.leftOut).toEqual(["a request body without content"]);
+    expect(read({ "/a": { post: { requestBody: null } } }).plan?.parameters).toEqual({ type: "object", properties: {}, additionalProperties: false });
+  });
+
   it("follows a path item $ref", () => {
     const doc = parseOpenApi(JSON.stringify({ openapi: "3.1.0", paths: { "/a": { $ref: "#/components/pathItems/A" } }, components: { pathItems: { A: { get: { operationId: "getA" } } } } }));
     expect(doc.operations).toEqual([{ operationId: "getA", method: "GET", path: "/a" }]);

@@ -161,9 +161,19 @@ function readBody(
     out.unusable.push(`its request body: ${error.message}`);
     return undefined;
   }
-  if (!rb || !isObject(rb.content) || Object.keys(rb.content).length === 0) return undefined;
+  const given = entry.object.requestBody;
+  if (!rb) {
+    // Absent (or an empty YAML key) is no body; anything else that is not an object is not read
+    // as none, or a call that needs a body would be sent without one.
+    if (given !== undefined && given !== null) out.unusable.push("its request body is not an object");
+    return undefined;
+  }
   const required = rb.required === true;
   const problem = (reason: string) => (required ? out.unusable : out.leftOut).push(reason);
+  if (!isObject(rb.content) || Object.keys(rb.content).length === 0) {
+    problem("a request body without content");
+    return undefined;
+  }
   const types = Object.keys(rb.content);
   if (entry.method === "GET" || entry.method === "HEAD") {
     problem(`a request body on ${entry.method}`);
