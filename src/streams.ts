@@ -2,7 +2,7 @@
 
 /**
  * Reads the whole stream, or cancels it and throws `tooLarge()` as soon as more than
- * `maxBytes` arrived.
+ * `maxBytes` arrived (or `whenStopped()` once `stopped()` says the caller gave up).
  */
 export async function readCapped(
   body: ReadableStream<Uint8Array> | null,
@@ -10,6 +10,7 @@ export async function readCapped(
   tooLarge: () => Error,
   /** Checked after each chunk: true cancels the stream (the caller gave up on it). */
   stopped: () => boolean = () => false,
+  whenStopped: () => Error = tooLarge,
 ): Promise<Uint8Array> {
   if (!body) return new Uint8Array(0);
   const reader = body.getReader();
@@ -21,7 +22,7 @@ export async function readCapped(
     total += value.byteLength;
     if (stopped()) {
       await reader.cancel().catch(() => {});
-      throw tooLarge();
+      throw whenStopped();
     }
     if (total > maxBytes) {
       await reader.cancel().catch(() => {});

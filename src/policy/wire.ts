@@ -160,11 +160,19 @@ const ENCODINGS = new Set(["", "identity", "gzip", "x-gzip", "deflate"]);
  * are the decoded ones.
  */
 export function readAnswer(response: Response, maxBytes: number | undefined, stopped: () => boolean = () => false): Promise<Uint8Array> {
-  // Uncapped answers are read the same way, so a caller that gave up stops the read at once.
-  // Not an async function itself: the common uncapped read costs no promise of its own.
-  if (maxBytes === undefined) return readCapped(response.body, Infinity, stoppedUncapped, stopped);
+  // Answers without a cap are read the same way, so a caller that gave up stops the read at once,
+  // and never past ANSWER_CEILING. Not an async function itself: the common read without a cap
+  // costs no promise of its own.
+  if (maxBytes === undefined) return readCapped(response.body, ANSWER_CEILING, overCeiling, stopped, stoppedUncapped);
   return readWithCap(response, maxBytes, stopped);
 }
+
+/**
+ * The most of an answer read for an API without `limits.max_response_bytes`: the largest cap a
+ * policy can set (67108864 bytes, 64 MiB). An upstream that sends more fails its call instead of
+ * filling the process's memory.
+ */
+export const ANSWER_CEILING = 67_108_864;
 
 async function readWithCap(response: Response, maxBytes: number, stopped: () => boolean): Promise<Uint8Array> {
   const encoding = (response.headers.get("content-encoding") ?? "").trim().toLowerCase();
@@ -180,8 +188,10 @@ async function readWithCap(response: Response, maxBytes: number, stopped: () => 
   return readCapped(response.body, maxBytes, () => tooLarge(maxBytes), stopped);
 }
 
-/** An uncapped read only fails when its caller stopped it; the caller has failed already. */
+/** A read without a cap fails when its caller stopped it (the caller has failed already) or past the ceiling. */
 const stoppedUncapped = (): Error => new ApiCallError("the answer was not read: the call was stopped");
+const overCeiling = (): Error =>
+  new ApiCallError(`the answer is larger than ${ANSWER_CEILING} bytes, the most read from an API without limits.max_response_bytes; it was discarded`);
 
 function tooLarge(maxBytes: number): Error {
   return new ApiCallError(`the answer is larger than max_response_bytes (${maxBytes}); it was discarded`);

@@ -19,6 +19,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { createMetrics } from "../../src/observability/metrics.js";
 import { createTracing, type Tracing } from "../../src/observability/tracing.js";
 import { createPolicyClient } from "../../src/policy/client.js";
+import { ANSWER_CEILING } from "../../src/policy/wire.js";
 import { buildLabelIndex } from "../../src/policy/labels.js";
 import type { ApiRequest } from "../../src/policy/types.js";
 import { createMemoryStore } from "../../src/store/memory/store.js";
@@ -917,6 +918,17 @@ describe("max_response_bytes", () => {
     sendRaw("/v1/edge2", gzipSync(Buffer.alloc(CAP, "c")), { "Content-Encoding": "gzip", "Content-Type": "text/plain" });
     expect((answer(await one({ method: "GET", path: "/edge2" })).body as string).length).toBe(CAP);
   });
+
+  it("without a cap, fails an answer past the largest cap a policy can set, and reads one under it whole", async () => {
+    expect(ANSWER_CEILING).toBe(67108864);
+    await start({ svc: svc() });
+    // gzip keeps the wire small; the bytes counted are the decoded ones.
+    sendRaw("/v1/huge", gzipSync(Buffer.alloc(ANSWER_CEILING + 1)), { "Content-Encoding": "gzip" });
+    expectCallError(await one({ method: "GET", path: "/huge" }), /larger than 67108864 bytes, the most read from an API without limits\.max_response_bytes; it was discarded/);
+    // Under it, an answer without a cap is read whole, in any encoding fetch decodes.
+    sendRaw("/v1/most", brotliCompressSync(Buffer.alloc(1024 * 1024, "d")), { "Content-Encoding": "br", "Content-Type": "text/plain" });
+    expect((answer(await one({ method: "GET", path: "/most" })).body as string).length).toBe(1024 * 1024);
+  }, 30_000);
 
   it.each([
     ["br", () => brotliCompressSync(Buffer.from("hello"))],
