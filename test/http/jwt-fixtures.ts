@@ -52,7 +52,7 @@ export async function makeKey(alg: "ES256" | "RS256" | "ES384" | "PS256", kid: s
 // The loopback issuer (JWK set server)
 // ---------------------------------------------------------------------------------------------
 
-export type IssuerMode = "ok" | "500" | "down" | "redirect" | "not-a-set" | "hold";
+export type IssuerMode = "ok" | "500" | "down" | "redirect" | "not-a-set" | "huge" | "hold";
 
 export class Issuer {
   server!: Server;
@@ -123,6 +123,8 @@ export class Issuer {
         return;
       case "not-a-set":
         return json(res, 200, { hello: "world" });
+      case "huge": // the current keys, padded past 1 MiB
+        return json(res, 200, { keys: this.keys, padding: "x".repeat(1_100_000) });
       case "hold": {
         const keys = () => this.keys; // read when released: keys changed meanwhile are served
         await new Promise<void>((r) => this.held.push(r));

@@ -85,9 +85,9 @@ describe("JWKS: fetching", () => {
     expect(issuer.paths).not.toContain("/moved");
   });
 
-  it("answers 503 when the first fetch fails (500, connection dropped, not a key set), and recovers once the issuer answers", async () => {
+  it("answers 503 when the first fetch fails (500, connection dropped, not a key set, a key set over 1 MiB), and recovers once the issuer answers", async () => {
     await start();
-    for (const mode of ["500", "down", "not-a-set"] as const) {
+    for (const mode of ["500", "down", "not-a-set", "huge"] as const) {
       issuer.mode = mode;
       await expectUnavailable(app!, await fresh(k1, `u-${mode}`), UNREACHABLE);
       advance(31); // a failing issuer is asked again at most once per 30 s

@@ -10,6 +10,13 @@
 import { createLocalJWKSet, type JSONWebKeySet, type JWK, type JWTHeaderParameters } from "jose";
 import type { Clock } from "../../clock.js";
 import type { Logger } from "../../observability/logger.js";
+import { readCapped } from "../../streams.js";
+
+/**
+ * The most of a JWKS answer read: a key set is a few kilobytes (1 MiB holds hundreds of RSA
+ * keys); an issuer that sends more is failing, not publishing keys.
+ */
+const JWKS_MAX_BYTES = 1_048_576;
 
 export const UNKNOWN_KID_REFETCH_MS = 30_000;
 
@@ -108,7 +115,8 @@ export class JwksCache {
         await res.body?.cancel().catch(() => {});
         throw new Error(`status ${res.status}`);
       }
-      const body = (await res.json()) as JSONWebKeySet;
+      const bytes = await readCapped(res.body, JWKS_MAX_BYTES, () => new Error("the JWK set is larger than 1 MiB"), () => controller.signal.aborted);
+      const body = JSON.parse(new TextDecoder().decode(bytes)) as JSONWebKeySet;
       if (!body || !Array.isArray(body.keys)) throw new Error("not a JWK set");
       this.keys = createLocalJWKSet(body);
       this.kids = new Set(body.keys.map((k: JWK) => k.kid));
