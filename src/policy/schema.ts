@@ -13,6 +13,9 @@ import { API_RULES, APPROVAL_RULES, caseless, OPERATION_ENTRY_NAMES } from "./sc
 export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
+/** The largest `limits.max_response_bytes` a policy may set (spec 8: 64 MiB). */
+export const MAX_RESPONSE_BYTES = 67_108_864;
+
 const NO_CTRL = /^[^\u0000-\u001f\u007f-\u009f]*$/;
 const NO_SPACE_COMMA_CTRL = /^[^\s,\u0000-\u001f\u007f-\u009f]+$/;
 export const API_NAME = /^[a-z][a-z0-9_]{0,31}$/;
@@ -240,7 +243,7 @@ export const apiSchema = z
           {
             max_calls_per_run: positiveInt.describe("Calls to this API in one run."),
             rate_per_minute: positiveInt.describe("A token bucket of calls per minute."),
-            max_response_bytes: positiveInt.max(67108864, { message: "must be at most 67108864" }).describe("Caps each answer's body; beyond it the call fails."),
+            max_response_bytes: positiveInt.max(MAX_RESPONSE_BYTES, { message: `must be at most ${MAX_RESPONSE_BYTES}` }).describe("Caps each answer's body; beyond it the call fails."),
           },
           { message: "must be a mapping" },
         )

@@ -6,6 +6,7 @@ import { ApiCallError, ApiPolicyError } from "../errors.js";
 import type { JsonValue } from "../json.js";
 import { readCapped } from "../streams.js";
 import { isUnreserved } from "./paths.js";
+import { MAX_RESPONSE_BYTES } from "./schema.js";
 import type { ApiRequest } from "./types.js";
 
 /**
@@ -169,10 +170,10 @@ export function readAnswer(response: Response, maxBytes: number | undefined, sto
 
 /**
  * The most of an answer read for an API without `limits.max_response_bytes`: the largest cap a
- * policy can set (67108864 bytes, 64 MiB). An upstream that sends more fails its call instead of
- * filling the process's memory.
+ * policy can set (64 MiB). An upstream that sends more fails its call instead of filling the
+ * process's memory.
  */
-export const ANSWER_CEILING = 67_108_864;
+export const ANSWER_CEILING = MAX_RESPONSE_BYTES;
 
 async function readWithCap(response: Response, maxBytes: number, stopped: () => boolean): Promise<Uint8Array> {
   const encoding = (response.headers.get("content-encoding") ?? "").trim().toLowerCase();
