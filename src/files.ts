@@ -19,9 +19,14 @@ export async function readNamedFile(readText: ReadText, path: string): Promise<{
   try {
     return { text: await readText(path) };
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    return { unreadable: `names a file that cannot be read (${typeof code === "string" && /^[A-Z][A-Z0-9_]*$/.test(code) ? code : "error"})` };
+    return { unreadable: `names a file that cannot be read (${errnoCode(error)})` };
   }
+}
+
+/** A failed file or socket operation's errno code (`EISDIR`, `EACCES`), else `error`: never its message, which names the path. */
+export function errnoCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^[A-Z][A-Z0-9_]*$/.test(code) ? code : "error";
 }
 
 export function resolvePath(base: string, path: string): string {

@@ -14,6 +14,7 @@ import { buildLabelIndex, type OpenApiOperation } from "../policy/labels.js";
 import { parseOpenApi } from "../policy/openapi.js";
 import { explainCall, splitTarget } from "../tooling/policy-explain.js";
 import { hasCode } from "../errors.js";
+import { errnoCode } from "../files.js";
 import { UsageError } from "./args.js";
 import { safeLine } from "./escape.js";
 import type { Printer } from "./output.js";
@@ -32,9 +33,9 @@ function readText(path: string): string | undefined | { readonly unreadable: str
   try {
     return readFileSync(resolve(path), "utf8");
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
+    const code = errnoCode(error);
     if (code === "ENOENT") return undefined;
-    return { unreadable: `cannot be read (${typeof code === "string" ? code : "error"})` };
+    return { unreadable: `cannot be read (${code})` };
   }
 }
 

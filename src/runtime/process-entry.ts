@@ -23,6 +23,7 @@ import { isAppError, SettingsError, type SettingsProblem } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
 import { layerEnv, parseEnvFile } from "../settings/env-file.js";
 import { parseSettings } from "../settings/parse.js";
+import { errnoCode } from "../files.js";
 import { hostReadText } from "./files.js";
 
 /** A server that listens: stop() stops accepting and resolves once open connections have closed. */
@@ -92,8 +93,8 @@ export async function runEntry(options: EntryOptions): Promise<void> {
   try {
     server = await listen({ fetch: app.fetch, hostname, port });
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    const reason = code === "EADDRINUSE" ? "is in use" : code === "EACCES" ? "needs privileges this process lacks" : `cannot be listened on (${typeof code === "string" ? code : "error"})`;
+    const code = errnoCode(error);
+    const reason = code === "EADDRINUSE" ? "is in use" : code === "EACCES" ? "needs privileges this process lacks" : `cannot be listened on (${code})`;
     return fail(`The service cannot start: PORT ${port} on HOST ${hostname} ${reason}.`, 2);
   }
   const base = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server.port}`;
@@ -132,9 +133,8 @@ function readEnvFile(path: string): Record<string, string> {
   try {
     text = readFileSync(resolve(path), "utf8");
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === "ENOENT") return {};
-    return fail(`The service cannot start: the env file ${path} cannot be read (${typeof code === "string" ? code : "error"}).`, 2);
+    if (errnoCode(error) === "ENOENT") return {};
+    return fail(`The service cannot start: the env file ${path} cannot be read (${errnoCode(error)}).`, 2);
   }
   try {
     return parseEnvFile(text);
@@ -194,9 +194,9 @@ function fileProblem(path: string): string | undefined {
     accessSync(path, constants.R_OK);
     return undefined;
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
+    const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") return "names a file that does not exist";
-    return `names a file that cannot be read (${typeof code === "string" ? code : "error"})`;
+    return `names a file that cannot be read (${code})`;
   }
 }
 
