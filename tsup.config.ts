@@ -1,3 +1,4 @@
+import { sep } from "node:path";
 import { defineConfig } from "tsup";
 
 export default defineConfig([
@@ -21,17 +22,33 @@ export default defineConfig([
     // graph, the auth handler and the server share the one copy the server itself loads.
     external: [/^@langchain\//],
     // The dependencies every start loads are bundled into the shared chunks, as the worker build
-    // bundles everything: one file instead of about 230 modules (zod alone is 94, jose 46, the
-    // OpenTelemetry API 51), each of which the ESM loader keeps a module record, a namespace and
-    // its source for. With npm start's flags, about 9 MB less RSS at start on Node 24 (98.5 ->
-    // 89.3 MB), 2 MB on Node 20 (78.5 -> 76.5), and /health answers 120-150 ms sooner after the
-    // spawn (scripts/BENCHMARKS.md). None of them is an object the package hands across its API (tools
-    // take JSON Schema; a caller's `tracer` and the SDK meet the bundled OpenTelemetry API
-    // through its global registry, which is made for several copies). Left out: yaml (its Node
-    // build is CommonJS, which bundles only with a require shim, and its ESM build measured no
-    // smaller) and the dependencies loaded only when a setting asks (postgres, the model SDKs,
-    // the OpenTelemetry SDK, undici), which stay as they are, loaded on first use.
+    // bundles everything: a few files instead of about 230 modules (zod alone is 94, the
+    // OpenTelemetry API 51, jose 46, hono 27), each of which the ESM loader keeps a module record,
+    // a namespace and its source for. With npm start's flags, about 9 MB less RSS at start on
+    // Node 24 (98.5 -> 89.3 MB) and 2 MB on Node 20, and /health answering 120-150 ms sooner after
+    // the spawn (scripts/BENCHMARKS.md). None of them is an object the package hands across its
+    // API: tools take JSON Schema, and a caller's `tracer` and the SDK meet the bundled
+    // OpenTelemetry API through its global registry, which is made for several copies. The one
+    // Hono app handed to other code, the graph-server's, imports hono from node_modules (the
+    // plugin below). Left out: yaml (its Node build is CommonJS; its ESM build bundled measured
+    // no smaller) and what a setting loads (postgres, the model SDKs, the OpenTelemetry SDK,
+    // undici), loaded on first use.
     noExternal: ["zod", /^zod\//, "hono", /^hono\//, "@hono/node-server", "jose", "@opentelemetry/api", "@cfworker/json-schema", "eventsource-parser"],
+    esbuildPlugins: [
+      {
+        // The LangGraph server mounts the graph-server's app (`app.route`) with its own hono, which
+        // passes a sub-app's handlers through unchanged only when both share one copy's default
+        // error handler; with two copies an error in our middleware would be answered by ours,
+        // not the server's. So src/runtime/graph-server/ imports the hono in node_modules, the
+        // server's, and only it: the rest of the service keeps the bundled copy.
+        name: "graph-server-shares-the-servers-hono",
+        setup(build) {
+          build.onResolve({ filter: /^hono(\/|$)/ }, (args) =>
+            args.importer.includes(`${sep}src${sep}runtime${sep}graph-server${sep}`) ? { path: args.path, external: true } : undefined,
+          );
+        },
+      },
+    ],
     removeNodeProtocol: false,
     format: ["esm"],
     platform: "node",
