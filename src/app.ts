@@ -255,6 +255,18 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   };
   checkStructuredStrategy(settings, agent);
 
+  // Work a request leaves going once its response has ended (what follows a resumed run, tasks
+  // settled after it, a task's final state stored after its run): tracked, so a runtime that ends
+  // a request's I/O with its response can wait for it (settled), and a closing app lets it reach
+  // the store.
+  const background = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    background.add(work);
+    const forget = () => void background.delete(work);
+    work.then(forget, forget);
+    return work;
+  };
+
   // Distinguishes this process's lease holders and tasks from other replicas'.
   const instanceId = ids.requestId();
   const runsContext: RunsContext = {
@@ -277,19 +289,10 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
     pauses,
     registry: createRunRegistry(),
     tracing,
+    track,
   };
   const runs = createRuns(runsContext);
   options.onParts?.({ settings, ids, auth, hashPrincipal, runs: runsContext });
-  // Work a request leaves going once its response has ended (tasks settled after a resumed run,
-  // a task's final state stored after its run): tracked, so a runtime that ends a request's I/O
-  // with its response can wait for it (settled), and a closing app lets it reach the store.
-  const background = new Set<Promise<unknown>>();
-  const track = <T>(work: Promise<T>): Promise<T> => {
-    background.add(work);
-    const forget = () => void background.delete(work);
-    work.then(forget, forget);
-    return work;
-  };
   const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId, track, structured: responseSchema !== undefined });
   runs.onResumed((approval, outcome) => track(a2a.settle(approval, outcome)));
   const router = buildRouter({

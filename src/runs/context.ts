@@ -58,4 +58,11 @@ export interface RunsContext {
   readonly registry: RunRegistry;
   /** Run spans (runs/trace.ts); a no-op facade while tracing is off. */
   readonly tracing: Tracing;
+  /**
+   * Work a run leaves going after its end (what follows a resumed run: reading the paused run,
+   * then settling the tasks waiting on the decision), handed to the app from the moment the run
+   * starts, so that App.settled() and close() wait for all of it, not only for the part that
+   * began after a look-up. Absent: nothing waits for it.
+   */
+  readonly track?: (work: Promise<unknown>) => void;
 }

@@ -86,11 +86,14 @@ export function createResumer(ctx: RunsContext): Resumer {
       // outcome: once the run carried the decided calls out. A run that ended before (stopped,
       // cut off, the database gone) leaves the paused run due, and the run that resumes it next
       // settles them.
-      void started.done.then(async () => {
+      // Tracked from now: on workerd a request's I/O ends once App.settled() says nothing is
+      // left, and the look-up below, before any listener has handed on its settling, is work left.
+      const followUp = started.done.then(async () => {
         const paused = await ctx.store.getRun(run.run_id).catch(() => null);
         if (paused?.status === "awaiting_approval" && paused.resumed_by === null) return;
         await notify(deciding, collector.outcome());
       });
+      ctx.track?.(followUp);
       return started;
     });
 
