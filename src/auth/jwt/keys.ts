@@ -108,14 +108,22 @@ export class JwksCache {
   private async load(): Promise<void> {
     const { url, clock, logger } = this.options;
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.options.timeoutMs ?? 5_000);
+    // Aborted with a TimeoutError, whether the issuer stalls before its headers (fetch rejects
+    // with the reason) or in the middle of its body (readCapped throws it): the log names it so.
+    const timer = setTimeout(() => controller.abort(new DOMException("the JWKS fetch timed out", "TimeoutError")), this.options.timeoutMs ?? 5_000);
     try {
       const res = await this.options.fetch(url, { redirect: "manual", signal: controller.signal, headers: { accept: "application/json" } });
       if (res.status !== 200) {
         await res.body?.cancel().catch(() => {});
         throw new Error(`status ${res.status}`);
       }
-      const bytes = await readCapped(res.body, JWKS_MAX_BYTES, () => new Error("the JWK set is larger than 1 MiB"), () => controller.signal.aborted);
+      const bytes = await readCapped(
+        res.body,
+        JWKS_MAX_BYTES,
+        () => new Error("the JWK set is larger than 1 MiB"),
+        () => controller.signal.aborted,
+        () => controller.signal.reason as Error,
+      );
       const body = JSON.parse(new TextDecoder().decode(bytes)) as JSONWebKeySet;
       if (!body || !Array.isArray(body.keys)) throw new Error("not a JWK set");
       this.keys = createLocalJWKSet(body);
