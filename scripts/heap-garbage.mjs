@@ -12,9 +12,12 @@
 // live ones only. Each time --streams streams are opened in two halves, then the profile is taken
 // right after the next full collection (up to --wait seconds). The difference of the two, per
 // allocation site and per kind (Node's sockets, socket writes, zod, AbortSignals, the service's
-// own code...), is what was promoted or allocated in the old generation and then died. Sampled,
+// own code...), is what was promoted or allocated in the old generation and then died; the live
+// run's own sites follow, by what they hold. Frames of the built entry are named where they were
+// written (src/..., or the bundled dependency's file), through the build's source maps. Sampled,
 // so each figure is an estimate; one pair of runs.
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { SourceMap } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -77,6 +80,27 @@ async function sample(collected) {
   }
 }
 
+/** Each built file's source map, read once (null: it has none). */
+const sourceMaps = new Map();
+
+/**
+ * A frame of the built entry where it was written (src/..., or node_modules/<package>/... for the
+ * dependencies the build bundles), through the build's source maps; other frames as they are.
+ */
+function resolved(frame) {
+  const { url, lineNumber, columnNumber } = frame;
+  if (!/\/dist\/[^/]+\.js$/.test(url)) return frame;
+  let map = sourceMaps.get(url);
+  if (map === undefined) {
+    const file = `${url.startsWith("file:") ? fileURLToPath(url) : url}.map`;
+    map = existsSync(file) ? new SourceMap(JSON.parse(readFileSync(file, "utf8"))) : null;
+    sourceMaps.set(url, map);
+  }
+  const entry = map?.findEntry(lineNumber, columnNumber);
+  if (!entry?.originalSource) return frame;
+  return { functionName: frame.functionName, url: entry.originalSource.replace(/^(\.\.\/)+/, ""), lineNumber: entry.originalLine, columnNumber: entry.originalColumn };
+}
+
 /** A frame as `function url:line`, the path shortened. */
 function frameName({ functionName, url, lineNumber }) {
   return `${functionName || "(anonymous)"} ${url.replace(/.*node_modules\//, "").replace(/.*\/dist\//, "dist/")}:${lineNumber + 1}`;
@@ -91,7 +115,8 @@ function kindOf(stack) {
   if (any(/get signal|AbortSignal|abort_controller/)) return "AbortSignals";
   if (any(/\/zod\//)) return "zod";
   if (/event_target/.test(stack[0].url)) return "event listeners";
-  if (/\/dist\//.test(stack[0].url)) return "the service's own code";
+  if (/^src\//.test(stack[0].url)) return "the service's own code";
+  if (/node_modules\/(hono|@hono)\//.test(stack[0].url)) return "hono and @hono/node-server";
   if (/node_modules/.test(stack[0].url)) return "other dependencies";
   if (stack[0].url.startsWith("node:")) return "Node, other";
   return "V8 and native";
@@ -102,7 +127,7 @@ function tally(profile) {
   const sites = new Map();
   const kinds = new Map();
   const walk = (node, stack) => {
-    const here = [node.callFrame, ...stack];
+    const here = [resolved(node.callFrame), ...stack];
     if (node.selfSize > 0) {
       const site = here.slice(0, 3).map(frameName).join(" < ");
       sites.set(site, (sites.get(site) ?? 0) + node.selfSize);
@@ -137,7 +162,10 @@ async function main() {
     [...kinds.map((r) => [r.k, f(r.garbage), f(r.all), f(r.live)]), ["all", f(total), f(kinds.reduce((s, r) => s + r.all, 0)), f(kinds.reduce((s, r) => s + r.live, 0))]],
   );
   log("");
-  logTable(["allocation site (innermost three frames)", "taken by full collections (MB)"], rows(a.sites, b.sites).slice(0, opts.top).map((r) => [r.k, f(r.garbage)]));
+  const sites = rows(a.sites, b.sites);
+  logTable(["allocation site (innermost three frames)", "taken by full collections (MB)"], sites.slice(0, opts.top).map((r) => [r.k, f(r.garbage)]));
+  log("");
+  logTable(["allocation site (innermost three frames)", "live (MB)"], [...sites].sort((x, y) => y.live - x.live).slice(0, opts.top).map((r) => [r.k, f(r.live)]));
   log(`\n${f(total)} MB of objects taken by full collections: ${(total / held / 1024).toFixed(2)} KB a waiting conversation (two sampled runs; an estimate)`);
 }
 
