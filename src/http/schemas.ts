@@ -22,18 +22,26 @@ export const threadId = (runtime: Settings["runtime"] = "standalone") =>
 
 const metadataValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
+/** What a check reads and reports to: the value, and the issues found so far. */
+type CheckPayload<T> = { readonly value: T; readonly issues: unknown[] };
+
+/**
+ * Reports a custom issue as superRefine's `addIssue` does (`continue: true`: the checks after it
+ * still run). A check given to `.check()` reports straight to its payload: superRefine makes a
+ * closure (`addIssue`) on every parse, which each /chat paid and left as garbage.
+ */
+function report(payload: CheckPayload<unknown>, message: string, params: { type: string; ctx?: Record<string, number> }, path?: PropertyKey[]): void {
+  payload.issues.push({ code: "custom", message, params, input: payload.value, continue: true, ...(path ? { path } : {}) });
+}
+
 /** Counts code points (CONTRACT 5) and rejects lone surrogates, reporting the rule only. */
 function text(max: number, min: number) {
-  return z.string().superRefine((s, ctx) => {
-    if (!s.isWellFormed()) {
-      ctx.addIssue({ code: "custom", message: "String is not valid Unicode (lone surrogate)", params: { type: "invalid_unicode" } });
-      return;
-    }
+  return z.string().check((payload: CheckPayload<string>) => {
+    const s = payload.value;
+    if (!s.isWellFormed()) return report(payload, "String is not valid Unicode (lone surrogate)", { type: "invalid_unicode" });
     const n = codePointLength(s);
-    if (n < min)
-      ctx.addIssue({ code: "custom", message: `String should have at least ${min} characters`, params: { type: "string_too_short", ctx: { min_length: min } } });
-    if (n > max)
-      ctx.addIssue({ code: "custom", message: `String should have at most ${max} characters`, params: { type: "string_too_long", ctx: { max_length: max } } });
+    if (n < min) report(payload, `String should have at least ${min} characters`, { type: "string_too_short", ctx: { min_length: min } });
+    if (n > max) report(payload, `String should have at most ${max} characters`, { type: "string_too_long", ctx: { max_length: max } });
   });
 }
 
@@ -44,19 +52,19 @@ export function chatRequestSchema(s: Settings) {
   // by assignment, where a `__proto__` key sets the prototype and its value silently disappears.
   const metadata = z
     .custom<Record<string, unknown>>((v) => typeof v === "object" && v !== null && !Array.isArray(v), { message: "Input should be a valid dictionary" })
-    .superRefine((record, ctx) => {
+    .check((payload: CheckPayload<Record<string, unknown>>) => {
+      const record = payload.value;
       const keys = Object.keys(record);
-      if (keys.length > maxKeys)
-        ctx.addIssue({ code: "custom", message: `Metadata should have at most ${maxKeys} keys`, params: { type: "too_many_keys", ctx: { max_keys: maxKeys } } });
+      if (keys.length > maxKeys) report(payload, `Metadata should have at most ${maxKeys} keys`, { type: "too_many_keys", ctx: { max_keys: maxKeys } });
       for (const key of keys) {
         const value = record[key];
         // The key is reported by position, never by name: it is client input too.
         if (!key.isWellFormed() || codePointLength(key) > maxChars)
-          ctx.addIssue({ code: "custom", message: `Metadata keys should be valid Unicode of at most ${maxChars} characters`, params: { type: "key_too_long", ctx: { max_length: maxChars } } });
+          report(payload, `Metadata keys should be valid Unicode of at most ${maxChars} characters`, { type: "key_too_long", ctx: { max_length: maxChars } });
         else if (!metadataValue.safeParse(value).success)
-          ctx.addIssue({ code: "custom", path: [key], message: "Metadata values should be a string, number, boolean or null (no nesting)", params: { type: "metadata_value_type" } });
+          report(payload, "Metadata values should be a string, number, boolean or null (no nesting)", { type: "metadata_value_type" }, [key]);
         else if (typeof value === "string" && (!value.isWellFormed() || codePointLength(value) > maxChars))
-          ctx.addIssue({ code: "custom", path: [key], message: `Metadata strings should be valid Unicode of at most ${maxChars} characters`, params: { type: "string_too_long", ctx: { max_length: maxChars } } });
+          report(payload, `Metadata strings should be valid Unicode of at most ${maxChars} characters`, { type: "string_too_long", ctx: { max_length: maxChars } }, [key]);
       }
     })
     .describe(`Flat object: at most ${maxKeys} keys; values string, number, boolean or null; keys and strings at most ${maxChars} characters.`);
@@ -123,9 +131,8 @@ export const decisionSchema = z
     comment: z
       .string()
       .max(COMMENT_MAX_CHARS)
-      .superRefine((s, ctx) => {
-        if (COMMENT_CONTROL.test(s))
-          ctx.addIssue({ code: "custom", message: "Comment must not contain control characters other than newline and tab", params: { type: "control_characters" } });
+      .check((payload: CheckPayload<string>) => {
+        if (COMMENT_CONTROL.test(payload.value)) report(payload, "Comment must not contain control characters other than newline and tab", { type: "control_characters" });
       })
       .optional(),
     digest: z
