@@ -346,6 +346,24 @@ const HTTP_LISTENERS: readonly (readonly [string, string, boolean])[] = [
   ["pause", "onSocketPause", false],
 ];
 
+/** What handOverSocket found of HTTP_LISTENERS, in their order; emptied after each use. */
+const FOUND: (Listener | undefined)[] = HTTP_LISTENERS.map(() => undefined);
+
+type Listener = (...args: unknown[]) => void;
+
+/**
+ * The listener of `event` named `name`, read from the emitter's own table (`_events`: one
+ * function, or an array of them): `listeners()` returns a copy of the list each time, eight
+ * arrays a hand-over that a full collection takes later. A listener added with `once` is there
+ * as its wrapper, named otherwise: not found, so not handed over (node:http adds none).
+ */
+function namedListener(socket: Socket, event: string, name: string): Listener | undefined {
+  const entry = (socket as unknown as { _events?: Record<string, Listener | Listener[] | undefined> })._events?.[event];
+  if (typeof entry === "function") return entry.name === name ? entry : undefined;
+  if (Array.isArray(entry)) for (const listener of entry) if (listener.name === name) return listener;
+  return undefined;
+}
+
 /** Handed-over connections of each server, closed by its closeAllConnections (serveNode). */
 const HANDED_OVER = Symbol("agent-service.handed-over");
 type ServingServer = Server & { [HANDED_OVER]?: Set<Socket> };
@@ -375,13 +393,17 @@ function handOverSocket(out: ServerResponse): Socket | undefined {
   // what it passed on is in the socket's own buffer, ahead of what is written to it from now on.
   if (out.writableCorked !== 0 || out.writableLength !== socket.writableLength) return undefined;
   if (!req.complete || parser.incoming !== req || socket._httpMessage !== out) return undefined;
-  const found: [string, (...args: unknown[]) => void][] = [];
-  for (const [event, name, required] of HTTP_LISTENERS) {
-    const listener = socket.listeners(event).find((f) => f.name === name) as ((...args: unknown[]) => void) | undefined;
-    if (listener) found.push([event, listener]);
-    else if (required) return undefined;
+  const found = FOUND;
+  for (let i = 0; i < HTTP_LISTENERS.length; i++) {
+    const [event, name, required] = HTTP_LISTENERS[i]!;
+    found[i] = namedListener(socket, event, name);
+    if (found[i] === undefined && required) return undefined;
   }
-  for (const [event, listener] of found) socket.removeListener(event, listener);
+  for (let i = 0; i < HTTP_LISTENERS.length; i++) {
+    const listener = found[i];
+    found[i] = undefined;
+    if (listener) socket.removeListener(HTTP_LISTENERS[i]![0], listener);
+  }
   if (!out.shouldKeepAlive) socket.reusable = false;
   freeParser(parser, req, socket);
   out.detachSocket(socket);
