@@ -351,17 +351,29 @@ const FOUND: (Listener | undefined)[] = HTTP_LISTENERS.map(() => undefined);
 
 type Listener = (...args: unknown[]) => void;
 
+type Listed = Listener & { listener?: Listener };
+
 /**
  * The listener of `event` named `name`, read from the emitter's own table (`_events`: one
  * function, or an array of them): `listeners()` returns a copy of the list each time, eight
- * arrays a hand-over that a full collection takes later. A listener added with `once` is there
- * as its wrapper, named otherwise: not found, so not handed over (node:http adds none).
+ * arrays a hand-over that a full collection takes later. As `listeners()` does, a listener added
+ * with `once` is found through its wrapper (`.listener`), and returned as it was added, which is
+ * what `removeListener` takes.
  */
 function namedListener(socket: Socket, event: string, name: string): Listener | undefined {
-  const entry = (socket as unknown as { _events?: Record<string, Listener | Listener[] | undefined> })._events?.[event];
-  if (typeof entry === "function") return entry.name === name ? entry : undefined;
-  if (Array.isArray(entry)) for (const listener of entry) if (listener.name === name) return listener;
+  const entry = (socket as unknown as { _events?: Record<string, Listed | Listed[] | undefined> })._events?.[event];
+  if (typeof entry === "function") return named(entry, name);
+  if (Array.isArray(entry))
+    for (const listed of entry) {
+      const listener = named(listed, name);
+      if (listener) return listener;
+    }
   return undefined;
+}
+
+function named(listed: Listed, name: string): Listener | undefined {
+  const listener = listed.listener ?? listed;
+  return listener.name === name ? listener : undefined;
 }
 
 /** Handed-over connections of each server, closed by its closeAllConnections (serveNode). */
@@ -396,8 +408,12 @@ function handOverSocket(out: ServerResponse): Socket | undefined {
   const found = FOUND;
   for (let i = 0; i < HTTP_LISTENERS.length; i++) {
     const [event, name, required] = HTTP_LISTENERS[i]!;
-    found[i] = namedListener(socket, event, name);
-    if (found[i] === undefined && required) return undefined;
+    const listener = namedListener(socket, event, name);
+    if (listener === undefined && required) {
+      found.fill(undefined);
+      return undefined;
+    }
+    found[i] = listener;
   }
   for (let i = 0; i < HTTP_LISTENERS.length; i++) {
     const listener = found[i];
