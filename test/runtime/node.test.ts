@@ -3,11 +3,11 @@
  * drains runs on SIGTERM, refuses invalid settings naming every variable, and starts without a
  * model configured (runs then fail naming the setting). `npm test` builds dist first.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { answerText, parseSse, readRest, readUntil } from "../helpers.js";
@@ -24,6 +24,18 @@ const spawnService = (env: Record<string, string>) => spawnEntry("node", env);
 const startService = (env: Record<string, string>) => startEntry("node", env);
 
 const FAKE = { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_FORMAT: "json" };
+
+/** The user and group ids of `nobody` on Linux. */
+const NOBODY = 65534;
+
+/** Whether another user can read `file`: it is readable by others, and every folder above it searchable. */
+function readableByOthers(file: string): boolean {
+  if ((statSync(file).mode & 0o004) === 0) return false;
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) return false;
+    if (dirname(dir) === dir) return true;
+  }
+}
 
 function postChat(base: string, message: string): Promise<Response> {
   return fetch(`${base}/chat`, {
@@ -222,6 +234,23 @@ describe("TOOLS_MODULE", () => {
       expect(svc.stderr()).toBe(stderr);
     }
   });
+
+  // The check asks for read access (R_OK), which root always has: run as root, the entry runs as
+  // nobody, which needs the checkout readable by others (as a clone here is).
+  it.runIf(process.getuid?.() !== 0 || readableByOthers(resolve("dist/node.js")))(
+    "a file a setting names that the service may not read stops startup naming the setting and EACCES (exit 2)",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "unreadable-"));
+      chmodSync(dir, 0o755);
+      const file = join(dir, "schema.json");
+      writeFileSync(file, "{}");
+      chmodSync(file, 0o000);
+      const as = process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : undefined;
+      const svc = spawnEntry("node", { ...FAKE, HOST, PORT: "0", RESPONSE_SCHEMA_PATH: file, ENV_FILE: "/nonexistent/.env" }, process.cwd(), as);
+      expect(await svc.exited).toBe(2);
+      expect(svc.stderr()).toBe("The service cannot start: invalid settings.\n  RESPONSE_SCHEMA_PATH: names a file that cannot be read (EACCES)\n");
+    },
+  );
 
   it("an AUTH_CUSTOM_MODULE that does not load stops startup naming it (exit 2), without the module's own error", async () => {
     const svc = spawnService({ ...FAKE, HOST, PORT: "0", AUTH_POLICY: "custom", AUTH_CUSTOM_MODULE: "test/runtime/fixtures/throws-on-load.mjs", ENV_FILE: "/nonexistent/.env" });

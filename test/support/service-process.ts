@@ -92,11 +92,15 @@ const commandOf = (entry: Entry) => {
 };
 const labelOf = (entry: Entry) => (typeof entry === "string" ? entry : entry.join(" "));
 
-/** Spawns the runtime's built entry with `env` (PATH and HOME added, nothing else inherited). */
-export function spawnEntry(entry: Entry, env: Record<string, string>, cwd = process.cwd()): EntryProcess {
+/**
+ * Spawns the runtime's built entry with `env` (PATH and HOME added, nothing else inherited); `as`
+ * runs it as another user (a test running as root, to meet a file it may not read).
+ */
+export function spawnEntry(entry: Entry, env: Record<string, string>, cwd = process.cwd(), as?: { uid: number; gid: number }): EntryProcess {
   const { command: [command, ...args], env: scriptEnv } = commandOf(entry);
   const child = spawn(command!, args, {
     cwd,
+    ...as,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...QUIET_RUNTIME_ENV, ...scriptEnv, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
