@@ -1,21 +1,24 @@
 // Benchmark of the memory store's reads that run per message and per sweep, with many records kept.
 //
-//   npx tsx scripts/bench-store.mjs [--runs 1000000] [--approvals 10000] [--rounds 5]
+//   npx tsx scripts/bench-store.mjs [--runs 1000000] [--approvals 10000] [--tasks 200000] [--rounds 5]
 //
 // Fills the memory store (src/store/memory/store.ts) with --runs finished runs on threads of 100
 // runs each, and --approvals decided approvals spread over them, plus one paused run whose
 // approval is decided (due) and one pending approval. Then times, as the median of --rounds:
 // the approval sweep's two reads (dueApprovals, dueRuns: every 5 s on Node, Bun and Deno), and
-// threadBlockers (read before a message on a thread that has one). Neither should grow with the
-// records kept elsewhere: the store keeps indexes of paused runs and of approvals by thread, by
-// run and pending.
+// threadBlockers (read before a message on a thread that has one). Then --tasks finished A2A
+// tasks on those threads, and on one thread of its own a task waiting on a decided approval
+// (stranded) and one waiting on a pending one: the settling sweep's read (strandedTasks, every
+// 30 s), what a decision reads (tasksWaitingOn) and a page of a thread's tasks (listTasks). None
+// should grow with the records kept elsewhere: the store keeps indexes of paused runs, of
+// approvals by thread, by run and pending, and of tasks by thread and not finished.
 import { createMemoryStore } from "../src/store/memory/store.ts";
 import { benchOptions, log, median, runMain, watchdog } from "./lib/bench.mjs";
 
 const opts = benchOptions(process.argv.slice(2), {
   name: "bench-store",
-  usage: "usage: npx tsx scripts/bench-store.mjs [--runs 1000000] [--approvals 10000] [--rounds 5]\n",
-  numbers: { runs: 1_000_000, approvals: 10_000, rounds: 5 },
+  usage: "usage: npx tsx scripts/bench-store.mjs [--runs 1000000] [--approvals 10000] [--tasks 200000] [--rounds 5]\n",
+  numbers: { runs: 1_000_000, approvals: 10_000, tasks: 200_000, rounds: 5 },
 });
 watchdog("bench-store", 120_000);
 
@@ -47,6 +50,21 @@ const approvalRecord = (approval_id, thread_id, run_id) => ({
   expires_at: LATER,
   internal: { tool_call_id: "call_1", run_trace: null, result: null, executed_at: null, call: { query: [], body: null } },
 });
+/** An A2A task of the caller "p" on `thread`. */
+const taskRecord = (task_id, context_id, state, approval_ids) => ({
+  task_id,
+  context_id,
+  owner: "p",
+  actor: null,
+  state,
+  status_parts: [],
+  artifacts: [],
+  approval_ids,
+  run_id: null,
+  instance_id: null,
+  created_at: AT,
+  updated_at: AT,
+});
 const decision = { status: "approved", decided_by: "p", decided_via: null, decided_at: AT, comment: null, dropCall: true };
 
 async function main() {
@@ -66,10 +84,19 @@ async function main() {
   await store.createApproval(approvalRecord("decided", "busy", "paused"));
   await store.decideApproval("decided", decision);
   await store.createApproval(approvalRecord("pending", "busy", "paused"));
-  log(`bench-store: node ${process.version}; ${opts.runs} runs on ${threads} threads, ${opts.approvals} decided approvals (filled in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  for (let i = 0; i < opts.tasks; i++) await store.createTask(taskRecord(`k${i}`, `t${i % threads}`, "completed", []));
+  await store.createTask(taskRecord("stranded", "busy", "input-required", ["decided"]));
+  await store.createTask(taskRecord("waiting", "busy", "input-required", ["pending"]));
+  log(
+    `bench-store: node ${process.version}; ${opts.runs} runs on ${threads} threads, ${opts.approvals} decided approvals, ${opts.tasks} finished tasks ` +
+      `(filled in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+  );
 
   const sweep = [];
   const blockers = [];
+  const stranded = [];
+  const waiting = [];
+  const page = [];
   for (let r = 0; r < Math.max(1, opts.rounds); r++) {
     let t = performance.now();
     const expired = await store.dueApprovals(LATER);
@@ -80,9 +107,24 @@ async function main() {
     const b = await store.threadBlockers("busy");
     blockers.push(performance.now() - t);
     if (b.pending.length !== 1 || b.due?.run_id !== "paused") throw new Error("threadBlockers did not find the pending approval and the due run");
+    t = performance.now();
+    const s = await store.strandedTasks(LATER, 100);
+    stranded.push(performance.now() - t);
+    if (s.length !== 1 || s[0].task_id !== "stranded") throw new Error("strandedTasks did not find the stranded task alone");
+    t = performance.now();
+    const w = await store.tasksWaitingOn("busy", "pending");
+    waiting.push(performance.now() - t);
+    if (w.length !== 1 || w[0].task_id !== "waiting") throw new Error("tasksWaitingOn did not find the waiting task alone");
+    t = performance.now();
+    const l = await store.listTasks({ owner: "p", context_id: "busy", limit: 20, offset: 0 });
+    page.push(performance.now() - t);
+    if (l.length !== 2) throw new Error("listTasks did not find the thread's two tasks");
   }
   log(`  approval sweep (dueApprovals + dueRuns): ${median(sweep).toFixed(3)} ms (median of ${sweep.length})`);
   log(`  threadBlockers on a thread:              ${median(blockers).toFixed(3)} ms (median of ${blockers.length})`);
+  log(`  A2A settling sweep (strandedTasks):      ${median(stranded).toFixed(3)} ms (median of ${stranded.length})`);
+  log(`  a decision's tasks (tasksWaitingOn):     ${median(waiting).toFixed(3)} ms (median of ${waiting.length})`);
+  log(`  a thread's tasks (listTasks, a page):    ${median(page).toFixed(3)} ms (median of ${page.length})`);
 }
 
 runMain("bench-store", main);

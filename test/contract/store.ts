@@ -1192,12 +1192,24 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
         const kept = thread("tkeep");
         await store.createThread(doomed);
         await store.createThread(kept);
-        await store.createTask(task("1", doomed.thread_id));
+        const waiting = task("1", doomed.thread_id, { state: "input-required", approval_ids: [`${tag}-ap-del`] });
+        await store.createTask(waiting);
         const stays = task("2", kept.thread_id);
         await store.createTask(stays);
+        const ofThread = (threadId: string) => store.listTasks({ owner: `${tag}-owner`, context_id: threadId, limit: 10, offset: 0 });
+        expect(await store.tasksWaitingOn(doomed.thread_id, `${tag}-ap-del`)).toEqual([waiting]);
         expect(await store.deleteThread(doomed.thread_id)).toBe(true);
         expect(await store.getTask(`${tag}-task-1`)).toBeNull();
         expect(await store.listTasks({ owner: `${tag}-owner`, limit: 10, offset: 0 })).toEqual([stays]);
+        // Found by no read that goes by thread or by what waits, and a thread made again under the id starts with none.
+        expect(await ofThread(doomed.thread_id)).toEqual([]);
+        expect(await store.tasksWaitingOn(doomed.thread_id, `${tag}-ap-del`)).toEqual([]);
+        expect((await store.strandedTasks(at(1_000_000), 1_000)).filter((t) => t.context_id === doomed.thread_id)).toEqual([]);
+        await store.createThread(doomed);
+        const anew = task("3", doomed.thread_id);
+        await store.createTask(anew);
+        expect(await ofThread(doomed.thread_id)).toEqual([anew]);
+        expect(await ofThread(kept.thread_id)).toEqual([stays]);
       });
     });
 

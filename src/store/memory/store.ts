@@ -28,6 +28,12 @@ export function createMemoryStore(): Store {
   const approvalsByThread = new Map<string, Set<string>>();
   const approvalsByRun = new Map<string, Set<string>>();
   const pendingApprovals = new Set<string>();
+  /**
+   * Task ids by thread (context), and those not finished: the settling sweep (every 30 s) and each
+   * decision read only these, not every task ever kept.
+   */
+  const tasksByThread = new Map<string, Set<string>>();
+  const openTasks = new Set<string>();
 
   /** Every write of a run goes through here (the paused index follows it). */
   const putRun = (run: RunRecord) => {
@@ -51,6 +57,28 @@ export function createMemoryStore(): Store {
     }
     if (a.status === "pending") pendingApprovals.add(id);
     else pendingApprovals.delete(id);
+  };
+  /** Every write of a task goes through here (the indexes follow it). */
+  const putTask = (t: TaskRecord) => {
+    const before = tasks.get(t.task_id);
+    tasks.set(t.task_id, t);
+    if (before?.context_id !== t.context_id) {
+      if (before) unindex(tasksByThread, before.context_id, t.task_id);
+      indexed(tasksByThread, t.context_id).add(t.task_id);
+    }
+    if (FINISHED.has(t.state)) openTasks.delete(t.task_id);
+    else openTasks.add(t.task_id);
+  };
+  const dropTask = (t: TaskRecord) => {
+    tasks.delete(t.task_id);
+    unindex(tasksByThread, t.context_id, t.task_id);
+    openTasks.delete(t.task_id);
+  };
+  /** The tasks whose ids `ids` holds (an index's: each id is a kept task's). */
+  const tasksOf = (ids: Iterable<string> | undefined): TaskRecord[] => {
+    const out: TaskRecord[] = [];
+    for (const id of ids ?? []) out.push(tasks.get(id)!);
+    return out;
   };
   const unindexApproval = (a: ApprovalRecord) => {
     unindex(approvalsByThread, a.thread_id, a.approval_id);
@@ -175,7 +203,7 @@ export function createMemoryStore(): Store {
         unindexApproval(a);
         approvals.delete(a.approval_id);
       }
-      for (const [id, t] of tasks) if (t.context_id === threadId) tasks.delete(id);
+      for (const t of tasksOf(tasksByThread.get(threadId))) dropTask(t);
       threads.delete(threadId);
       return true;
     },
@@ -265,7 +293,7 @@ export function createMemoryStore(): Store {
     },
     // Stored task text holds U+FFFD in place of U+0000 (spec 2.5), as in PostgreSQL.
     async createTask(task) {
-      tasks.set(task.task_id, hasNul(task) ? withoutNul(task) : task);
+      putTask(hasNul(task) ? withoutNul(task) : task);
     },
     async getTask(taskId) {
       return tasks.get(taskId) ?? null;
@@ -273,31 +301,32 @@ export function createMemoryStore(): Store {
     async updateTask(taskId, patch, ifUpdatedAt) {
       const t = tasks.get(taskId);
       if (!t || FINISHED.has(t.state) || (ifUpdatedAt !== undefined && Date.parse(t.updated_at) !== Date.parse(ifUpdatedAt))) return false;
-      tasks.set(taskId, { ...t, ...(hasNul(patch) ? withoutNul(patch) : patch) });
+      putTask({ ...t, ...(hasNul(patch) ? withoutNul(patch) : patch) });
       return true;
     },
     async listTasks(q: ListTasksQuery) {
-      return [...tasks.values()]
+      return (q.context_id === undefined ? [...tasks.values()] : tasksOf(tasksByThread.get(q.context_id)))
         .filter((t) => t.owner === q.owner && (q.actor === undefined || t.actor === q.actor) && (q.context_id === undefined || t.context_id === q.context_id))
         .sort((a, b) => (a.updated_at === b.updated_at ? (a.task_id < b.task_id ? 1 : -1) : a.updated_at < b.updated_at ? 1 : -1))
         .slice(q.offset, q.offset + q.limit);
     },
     async tasksWaitingOn(threadId, approvalId) {
-      return [...tasks.values()].filter((t) => t.context_id === threadId && waitsForDecision(t) && t.approval_ids.includes(approvalId));
+      return tasksOf(tasksByThread.get(threadId)).filter((t) => waitsForDecision(t) && t.approval_ids.includes(approvalId));
     },
     async strandedTasks(before, limit, after) {
       const pending = (id: string) => approvals.get(id)?.status === "pending";
       const runEnded = (id: string | null) => id !== null && runs.has(id) && runs.get(id)!.status !== "running";
       const overdue = (t: TaskRecord) =>
         (waitsForDecision(t) && t.approval_ids.length > 0 && !t.approval_ids.some(pending)) || (t.state === "working" && runEnded(t.run_id));
-      return [...tasks.values()]
+      // Only a task not finished can be stranded.
+      return tasksOf(openTasks)
         .filter((t) => t.updated_at < before && overdue(t) && (!after || t.updated_at > after.updated_at || (t.updated_at === after.updated_at && t.task_id > after.task_id)))
         .sort((a, b) => (a.updated_at === b.updated_at ? (a.task_id < b.task_id ? -1 : 1) : a.updated_at < b.updated_at ? -1 : 1))
         .slice(0, limit);
     },
     async dropTasksBefore(before) {
       let n = 0;
-      for (const [id, t] of tasks) if (t.updated_at < before) (tasks.delete(id), n++);
+      for (const t of tasks.values()) if (t.updated_at < before) (dropTask(t), n++);
       return n;
     },
     async ping() {},
