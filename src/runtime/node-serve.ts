@@ -346,9 +346,6 @@ const HTTP_LISTENERS: readonly (readonly [string, string, boolean])[] = [
   ["pause", "onSocketPause", false],
 ];
 
-/** What handOverSocket found of HTTP_LISTENERS, in their order; emptied after each use. */
-const FOUND: (Listener | undefined)[] = HTTP_LISTENERS.map(() => undefined);
-
 type Listener = (...args: unknown[]) => void;
 
 type Listed = Listener & { listener?: Listener };
@@ -405,21 +402,14 @@ function handOverSocket(out: ServerResponse): Socket | undefined {
   // what it passed on is in the socket's own buffer, ahead of what is written to it from now on.
   if (out.writableCorked !== 0 || out.writableLength !== socket.writableLength) return undefined;
   if (!req.complete || parser.incoming !== req || socket._httpMessage !== out) return undefined;
-  const found = FOUND;
-  for (let i = 0; i < HTTP_LISTENERS.length; i++) {
-    const [event, name, required] = HTTP_LISTENERS[i]!;
+  // Found by their place in HTTP_LISTENERS: one list a hand-over.
+  const found: (Listener | undefined)[] = [];
+  for (const [event, name, required] of HTTP_LISTENERS) {
     const listener = namedListener(socket, event, name);
-    if (listener === undefined && required) {
-      found.fill(undefined);
-      return undefined;
-    }
-    found[i] = listener;
+    if (listener === undefined && required) return undefined;
+    found.push(listener);
   }
-  for (let i = 0; i < HTTP_LISTENERS.length; i++) {
-    const listener = found[i];
-    found[i] = undefined;
-    if (listener) socket.removeListener(HTTP_LISTENERS[i]![0], listener);
-  }
+  for (let i = 0; i < found.length; i++) if (found[i]) socket.removeListener(HTTP_LISTENERS[i]![0], found[i]!);
   if (!out.shouldKeepAlive) socket.reusable = false;
   freeParser(parser, req, socket);
   out.detachSocket(socket);
