@@ -28,9 +28,12 @@ const FAKE = { API_KEY: KEY, MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_FOR
 /** The user and group ids of `nobody` on Linux. */
 const NOBODY = 65534;
 
-/** Whether another user can read `file`: it is readable by others, and every folder above it searchable. */
-function readableByOthers(file: string): boolean {
-  if ((statSync(file).mode & 0o004) === 0) return false;
+/**
+ * Whether another user may use `file` (`bit`: 0o004 read, 0o001 run): the file lets others, and
+ * every folder above it is searchable.
+ */
+function openToOthers(file: string, bit: number): boolean {
+  if ((statSync(file).mode & bit) === 0) return false;
   for (let dir = dirname(file); ; dir = dirname(dir)) {
     if ((statSync(dir).mode & 0o001) === 0) return false;
     if (dirname(dir) === dir) return true;
@@ -236,8 +239,8 @@ describe("TOOLS_MODULE", () => {
   });
 
   // The check asks for read access (R_OK), which root always has: run as root, the entry runs as
-  // nobody, which needs the checkout readable by others (as a clone here is).
-  it.runIf(process.getuid?.() !== 0 || readableByOthers(resolve("dist/node.js")))(
+  // nobody, which needs the checkout readable by others (as a clone here is) and node runnable.
+  it.runIf(process.getuid?.() !== 0 || (openToOthers(resolve("dist/node.js"), 0o004) && openToOthers(process.execPath, 0o001)))(
     "a file a setting names that the service may not read stops startup naming the setting and EACCES (exit 2)",
     async () => {
       const dir = mkdtempSync(join(tmpdir(), "unreadable-"));
