@@ -1,6 +1,6 @@
 // Benchmark of the memory store's reads that run per message and per sweep, with many records kept.
 //
-//   npx tsx scripts/bench-store.mjs [--runs 1000000] [--approvals 10000] [--tasks 200000] [--rounds 5]
+//   npx tsx scripts/bench-store.mjs [--runs 1000000] [--approvals 10000] [--tasks 200000] [--threads 250000] [--rounds 5]
 //
 // Fills the memory store (src/store/memory/store.ts) with --runs finished runs on threads of 100
 // runs each, and --approvals decided approvals spread over them, plus one paused run whose
@@ -17,8 +17,8 @@ import { benchOptions, log, median, runMain, watchdog } from "./lib/bench.mjs";
 
 const opts = benchOptions(process.argv.slice(2), {
   name: "bench-store",
-  usage: "usage: npx tsx scripts/bench-store.mjs [--runs 1000000] [--approvals 10000] [--tasks 200000] [--rounds 5]\n",
-  numbers: { runs: 1_000_000, approvals: 10_000, tasks: 200_000, rounds: 5 },
+  usage: "usage: npx tsx scripts/bench-store.mjs [--runs 1000000] [--approvals 10000] [--tasks 200000] [--threads 250000] [--rounds 5]\n",
+  numbers: { runs: 1_000_000, approvals: 10_000, tasks: 200_000, threads: 250_000, rounds: 5 },
 });
 watchdog("bench-store", 120_000);
 
@@ -125,6 +125,32 @@ async function main() {
   log(`  A2A settling sweep (strandedTasks):      ${median(stranded).toFixed(3)} ms (median of ${stranded.length})`);
   log(`  a decision's tasks (tasksWaitingOn):     ${median(waiting).toFixed(3)} ms (median of ${waiting.length})`);
   log(`  a thread's tasks (listTasks, a page):    ${median(page).toFixed(3)} ms (median of ${page.length})`);
+
+  // Threads written a second apart after AT, the newest last.
+  const at = (i) => new Date(Date.parse(AT) + (i + 1) * 1000).toISOString();
+  for (let i = 0; i < opts.threads; i++) await store.createThread({ thread_id: `x${i}`, owner: "p", actor: null, created_at: at(i), updated_at: at(i) });
+  const kept = threads + 1 + opts.threads;
+  const listed = [];
+  const idle = [];
+  const ownerTasks = [];
+  for (let r = 0; r < Math.max(1, opts.rounds); r++) {
+    let t = performance.now();
+    const l = await store.listThreads({ owner: "p", limit: 20, offset: 0 });
+    listed.push(performance.now() - t);
+    if (opts.threads >= 20 && (l.length !== 20 || l[0].thread_id !== `x${opts.threads - 1}`)) throw new Error("listThreads did not put the newest thread first");
+    t = performance.now();
+    const i = await store.idleThreads(LATER, 100);
+    idle.push(performance.now() - t);
+    if (i.length !== Math.min(100, kept)) throw new Error("idleThreads did not find 100 idle threads");
+    t = performance.now();
+    const o = await store.listTasks({ owner: "p", limit: 20, offset: 0 });
+    ownerTasks.push(performance.now() - t);
+    if (o.length !== Math.min(20, opts.tasks + 2)) throw new Error("listTasks did not find a page of the caller's tasks");
+  }
+  log(`with ${kept} threads and ${opts.tasks + 2} tasks kept, reads that go through them all:`);
+  log(`  a page of threads (listThreads, 20):     ${median(listed).toFixed(3)} ms (median of ${listed.length})`);
+  log(`  retention sweep (idleThreads, 100):      ${median(idle).toFixed(3)} ms (median of ${idle.length})`);
+  log(`  a caller's tasks (listTasks, a page):    ${median(ownerTasks).toFixed(3)} ms (median of ${ownerTasks.length})`);
 }
 
 runMain("bench-store", main);

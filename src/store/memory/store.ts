@@ -3,6 +3,7 @@ import { FINISHED, type ListTasksQuery, type TaskRecord } from "../records/task.
 import type { ApprovalRecord, ListApprovalsQuery } from "../records/approval.js";
 import { withDecision } from "../records/decision.js";
 import { pageOfMessages } from "../records/messages.js";
+import { firstInOrder, firstInOrderFromEnd } from "./first.js";
 import { LeaseLost } from "../../errors.js";
 import { hasNul, withoutNul } from "../../json.js";
 import type { ListThreadsQuery, Message, RunRecord, Store, ThreadRow } from "../ports.js";
@@ -172,25 +173,13 @@ export function createMemoryStore(): Store {
       return 0;
     },
     async listThreads(query: ListThreadsQuery) {
-      const rows: ThreadRow[] = [];
-      for (const { row } of threads.values()) {
-        if (query.owner !== undefined && row.owner !== query.owner) continue;
-        if (query.actor !== undefined && row.actor !== query.actor) continue;
-        rows.push(row);
-      }
-      rows.sort((a, b) =>
-        a.updated_at === b.updated_at
-          ? a.thread_id < b.thread_id ? -1 : 1
-          : a.updated_at < b.updated_at ? 1 : -1,
-      );
-      return rows.slice(query.offset, query.offset + query.limit);
+      const { owner, actor } = query;
+      const first = firstInOrderFromEnd([...threads.values()], query.offset + query.limit, (a, b) => newestThreadFirst(a.row, b.row), ({ row }) =>
+        (owner === undefined || row.owner === owner) && (actor === undefined || row.actor === actor));
+      return first.slice(query.offset).map((e) => e.row);
     },
     async idleThreads(before, limit) {
-      return [...threads.values()]
-        .filter((e) => e.row.updated_at < before)
-        .sort((a, b) => (a.row.updated_at < b.row.updated_at ? -1 : 1))
-        .slice(0, limit)
-        .map((e) => e.row.thread_id);
+      return firstInOrder(threads.values(), limit, (a, b) => oldestThreadFirst(a.row, b.row), (e) => e.row.updated_at < before).map((e) => e.row.thread_id);
     },
     async deleteThread(threadId) {
       const entry = threads.get(threadId);
@@ -305,10 +294,9 @@ export function createMemoryStore(): Store {
       return true;
     },
     async listTasks(q: ListTasksQuery) {
-      return (q.context_id === undefined ? [...tasks.values()] : tasksOf(tasksByThread.get(q.context_id)))
-        .filter((t) => t.owner === q.owner && (q.actor === undefined || t.actor === q.actor) && (q.context_id === undefined || t.context_id === q.context_id))
-        .sort((a, b) => (a.updated_at === b.updated_at ? (a.task_id < b.task_id ? 1 : -1) : a.updated_at < b.updated_at ? 1 : -1))
-        .slice(q.offset, q.offset + q.limit);
+      const from = q.context_id === undefined ? [...tasks.values()] : tasksOf(tasksByThread.get(q.context_id));
+      const mine = (t: TaskRecord) => t.owner === q.owner && (q.actor === undefined || t.actor === q.actor) && (q.context_id === undefined || t.context_id === q.context_id);
+      return firstInOrderFromEnd(from, q.offset + q.limit, newestTaskFirst, mine).slice(q.offset);
     },
     async tasksWaitingOn(threadId, approvalId) {
       return tasksOf(tasksByThread.get(threadId)).filter((t) => waitsForDecision(t) && t.approval_ids.includes(approvalId));
@@ -332,6 +320,24 @@ export function createMemoryStore(): Store {
     async ping() {},
     async close() {},
   };
+}
+
+/** Last written first, then by id (GET /threads, as the SQL adapters order it). */
+function newestThreadFirst(a: ThreadRow, b: ThreadRow): number {
+  if (a.updated_at !== b.updated_at) return a.updated_at < b.updated_at ? 1 : -1;
+  return a.thread_id < b.thread_id ? -1 : a.thread_id > b.thread_id ? 1 : 0;
+}
+
+/** Idle longest first (the retention sweep), then by id. */
+function oldestThreadFirst(a: ThreadRow, b: ThreadRow): number {
+  if (a.updated_at !== b.updated_at) return a.updated_at < b.updated_at ? -1 : 1;
+  return a.thread_id < b.thread_id ? -1 : a.thread_id > b.thread_id ? 1 : 0;
+}
+
+/** Last written first, then the later id first (ListTasks). */
+function newestTaskFirst(a: TaskRecord, b: TaskRecord): number {
+  if (a.updated_at !== b.updated_at) return a.updated_at < b.updated_at ? 1 : -1;
+  return a.task_id < b.task_id ? 1 : a.task_id > b.task_id ? -1 : 0;
 }
 
 /** By creation, then id (as the SQL adapters order them). */
