@@ -294,7 +294,8 @@ export async function createApp(options: CreateAppOptions = {}): Promise<App> {
   const runs = createRuns(runsContext);
   options.onParts?.({ settings, ids, auth, hashPrincipal, runs: runsContext });
   const a2a = createA2AService({ settings, store, runs, clock, ids, instanceId, track, structured: responseSchema !== undefined });
-  runs.onResumed((approval, outcome) => track(a2a.settle(approval, outcome)));
+  // Awaited by the resumer, whose own follow-up is tracked (runs/resume.ts): nothing to track here.
+  runs.onResumed((approval, outcome) => a2a.settle(approval, outcome));
   const router = buildRouter({
     settings,
     auth,
