@@ -269,3 +269,47 @@ describe("postgres: rows and columns of other versions", () => {
     expect((await h.store.getRun("r1"))!.status).toBe("ok");
   });
 });
+
+describe("postgres: lists under generic plans", () => {
+  // A server (or pooler) that plans prepared statements once for all values
+  // (plan_cache_mode=force_generic_plan) still reads a caller's threads through the owner's
+  // index: a filter written `($1 IS NULL OR owner = $1)` could not use it, and read every thread
+  // through threads_updated instead. enable_seqscan=off keeps the tiny table from a plain scan.
+  // Which index served is read from pg_stat_user_indexes, which a connection fills at the end of
+  // a statement at least a second after it last did (else within about 10 s of going idle).
+  const generic = `generic_${process.pid}_${Date.now().toString(36)}`;
+  afterAll(async () => {
+    await dropSchemas([generic]);
+  });
+
+  it("lists a caller's threads through the owner's index", { timeout: 40_000 }, async () => {
+    const url = new URL(TEST_DSN);
+    url.searchParams.set("plan_cache_mode", "force_generic_plan");
+    url.searchParams.set("enable_seqscan", "off");
+    const h = await openPostgres({ dsn: url.toString(), min: 1, max: 1, schema: generic, logger, onHealth: () => {} });
+    const admin = postgres(TEST_DSN, { max: 1, onnotice: () => {} });
+    try {
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString().replace("Z", "+00:00");
+      for (let i = 0; i < 6; i++)
+        await h.store.createThread({ thread_id: `g${i}`, owner: i % 3 === 0 ? "alice" : "bob", actor: null, created_at: at(i), updated_at: at(i) });
+      for (let i = 0; i < 3; i++) {
+        const listed = await h.store.listThreads({ owner: "alice", limit: 20, offset: 0 });
+        expect(listed.map((t) => t.thread_id)).toEqual(["g3", "g0"]);
+      }
+      await new Promise((r) => setTimeout(r, 1100));
+      await h.store.ping();
+      const scans = async () =>
+        Object.fromEntries(
+          (await admin`SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE schemaname = ${generic} AND relname = 'threads'`).map((r) => [r.indexrelname, Number(r.idx_scan)]),
+        );
+      let seen = await scans();
+      for (const until = Date.now() + 30_000; (seen.threads_owner_updated ?? 0) < 3 && Date.now() < until; seen = await scans())
+        await new Promise((r) => setTimeout(r, 250));
+      expect(seen.threads_owner_updated).toBeGreaterThanOrEqual(3);
+      expect(seen.threads_updated).toBe(0);
+    } finally {
+      await admin.end();
+      await h.store.close();
+    }
+  });
+});

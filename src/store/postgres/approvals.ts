@@ -27,13 +27,14 @@ export function createApprovalStore(sql: Sql, guard: Guard): ApprovalStore {
     listApprovals: (q: ListApprovalsQuery) => guard(async () => {
       const v = q.visibleTo;
       const roles = (v?.roles ?? []).map((r) => `role:${r}`);
+      // Only the filters given (see threads.ts, listThreads).
+      const thread = q.thread_id === undefined ? sql`` : sql`AND thread_id = ${q.thread_id}`;
+      const run = q.run_id === undefined ? sql`` : sql`AND run_id = ${q.run_id}`;
+      const status = q.status === undefined ? sql`` : sql`AND status = ${q.status}`;
+      const actor = q.requester_actor === undefined ? sql`` : sql`AND requester_actor = ${q.requester_actor}`;
+      const visible = v ? sql`AND (requester = ${v.requester} OR approvers && ${sql.array(roles)}::text[])` : sql``;
       const rows = await sql`
-        SELECT shown, internal FROM approvals
-        WHERE (${q.thread_id ?? null}::text IS NULL OR thread_id = ${q.thread_id ?? null})
-          AND (${q.run_id ?? null}::text IS NULL OR run_id = ${q.run_id ?? null})
-          AND (${q.status ?? null}::text IS NULL OR status = ${q.status ?? null})
-          AND (${q.requester_actor ?? null}::text IS NULL OR requester_actor = ${q.requester_actor ?? null})
-          AND (${v ? 1 : 0}::int = 0 OR requester = ${v?.requester ?? ""} OR approvers && ${sql.array(roles)}::text[])
+        SELECT shown, internal FROM approvals WHERE true ${thread} ${run} ${status} ${actor} ${visible}
         ORDER BY created_at DESC, approval_id DESC LIMIT ${q.limit} OFFSET ${q.offset}`;
       return rows.map(approvalOf);
     }),

@@ -28,10 +28,11 @@ export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
       return (await sql`UPDATE a2a_tasks SET ${sql(values)} WHERE task_id = ${id} AND ${open} RETURNING 1`).length > 0;
     }),
     listTasks: (q) => guard(async () => {
+      // Only the filters given (see listThreads).
+      const actor = q.actor === undefined ? sql`` : sql`AND actor = ${q.actor}`;
+      const context = q.context_id === undefined ? sql`` : sql`AND context_id = ${q.context_id}`;
       const rows = await sql`
-        SELECT * FROM a2a_tasks WHERE owner = ${q.owner}
-          AND (${q.actor ?? null}::text IS NULL OR actor = ${q.actor ?? null})
-          AND (${q.context_id ?? null}::text IS NULL OR context_id = ${q.context_id ?? null})
+        SELECT * FROM a2a_tasks WHERE owner = ${q.owner} ${actor} ${context}
         ORDER BY updated_at DESC, task_id DESC LIMIT ${q.limit} OFFSET ${q.offset}`;
       return rows.map(taskOf);
     }),

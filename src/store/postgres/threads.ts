@@ -57,10 +57,12 @@ export function createThreadStore(sql: Sql, guard: Guard): ThreadStore {
       return { created: Boolean(r!.created), row: threadOf(r!) };
     }),
     listThreads: (q: ListThreadsQuery) => guard(async () => {
+      // Only the filters given, each combination a statement of its own: a filter written as
+      // `($1 IS NULL OR owner = $1)` cannot use the owner's index in a generic plan.
+      const owner = q.owner === undefined ? sql`` : sql`AND owner = ${q.owner}`;
+      const actor = q.actor === undefined ? sql`` : sql`AND actor = ${q.actor}`;
       const rows = await sql`
-        SELECT * FROM threads
-        WHERE (${q.owner ?? null}::text IS NULL OR owner = ${q.owner ?? null})
-          AND (${q.actor ?? null}::text IS NULL OR actor = ${q.actor ?? null})
+        SELECT * FROM threads WHERE true ${owner} ${actor}
         ORDER BY updated_at DESC, thread_id ASC LIMIT ${q.limit} OFFSET ${q.offset}`;
       return rows.map(threadOf);
     }),
