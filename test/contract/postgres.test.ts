@@ -6,6 +6,7 @@
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPostgres } from "../../src/store/postgres/index.js";
+import type { TaskRecord, TaskState } from "../../src/store/records/task.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { dropSchemas, scratchDatabase, TEST_DSN } from "../support/postgres.js";
 import { describeLeaseContract } from "./lease.js";
@@ -270,46 +271,68 @@ describe("postgres: rows and columns of other versions", () => {
   });
 });
 
-describe("postgres: lists under generic plans", () => {
-  // A server (or pooler) that plans prepared statements once for all values
-  // (plan_cache_mode=force_generic_plan) still reads a caller's threads through the owner's
-  // index: a filter written `($1 IS NULL OR owner = $1)` could not use it, and read every thread
-  // through threads_updated instead. enable_seqscan=off keeps the tiny table from a plain scan.
-  // Which index served is read from pg_stat_user_indexes, which a connection fills at the end of
-  // a statement at least a second after it last did (else within about 10 s of going idle).
-  const generic = `generic_${process.pid}_${Date.now().toString(36)}`;
-  afterAll(async () => {
-    await dropSchemas([generic]);
-  });
-
-  it("lists a caller's threads through the owner's index", { timeout: 40_000 }, async () => {
+describe("postgres: reads served by their indexes", () => {
+  // A server (or pooler) may plan prepared statements once for all values
+  // (plan_cache_mode=force_generic_plan); enable_seqscan=off keeps the tiny tables here from a
+  // plain scan. Which index served is read from pg_stat_user_indexes, which a connection fills at
+  // the end of a statement at least a second after it last did (else within about 10 s of going
+  // idle): so one more statement is sent a second after the reads.
+  const schemaName = `indexed_${process.pid}_${Date.now().toString(36)}`;
+  const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString().replace("Z", "+00:00");
+  let h: Awaited<ReturnType<typeof openPostgres>>;
+  let admin: postgres.Sql;
+  beforeAll(async () => {
     const url = new URL(TEST_DSN);
     url.searchParams.set("plan_cache_mode", "force_generic_plan");
     url.searchParams.set("enable_seqscan", "off");
-    const h = await openPostgres({ dsn: url.toString(), min: 1, max: 1, schema: generic, logger, onHealth: () => {} });
-    const admin = postgres(TEST_DSN, { max: 1, onnotice: () => {} });
-    try {
-      const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString().replace("Z", "+00:00");
-      for (let i = 0; i < 6; i++)
-        await h.store.createThread({ thread_id: `g${i}`, owner: i % 3 === 0 ? "alice" : "bob", actor: null, created_at: at(i), updated_at: at(i) });
-      for (let i = 0; i < 3; i++) {
-        const listed = await h.store.listThreads({ owner: "alice", limit: 20, offset: 0 });
-        expect(listed.map((t) => t.thread_id)).toEqual(["g3", "g0"]);
-      }
-      await new Promise((r) => setTimeout(r, 1100));
-      await h.store.ping();
-      const scans = async () =>
-        Object.fromEntries(
-          (await admin`SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE schemaname = ${generic} AND relname = 'threads'`).map((r) => [r.indexrelname, Number(r.idx_scan)]),
-        );
-      let seen = await scans();
-      for (const until = Date.now() + 30_000; (seen.threads_owner_updated ?? 0) < 3 && Date.now() < until; seen = await scans())
-        await new Promise((r) => setTimeout(r, 250));
-      expect(seen.threads_owner_updated).toBeGreaterThanOrEqual(3);
-      expect(seen.threads_updated).toBe(0);
-    } finally {
-      await admin.end();
-      await h.store.close();
+    h = await openPostgres({ dsn: url.toString(), min: 1, max: 1, schema: schemaName, logger, onHealth: () => {} });
+    admin = postgres(TEST_DSN, { max: 1, onnotice: () => {} });
+  });
+  afterAll(async () => {
+    await admin?.end();
+    await h?.store.close();
+    await dropSchemas([schemaName]);
+  });
+
+  /** Index scans of `table`'s indexes, once they count at least `least` on `index`. */
+  async function scansOnceCounted(table: string, index: string, least: number): Promise<Record<string, number>> {
+    await new Promise((r) => setTimeout(r, 1100));
+    await h.store.ping();
+    const scans = async () =>
+      Object.fromEntries(
+        (await admin`SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE schemaname = ${schemaName} AND relname = ${table}`).map((r) => [r.indexrelname, Number(r.idx_scan)]),
+      );
+    let seen = await scans();
+    for (const until = Date.now() + 30_000; (seen[index] ?? 0) < least && Date.now() < until; seen = await scans()) await new Promise((r) => setTimeout(r, 250));
+    return seen;
+  }
+
+  // A filter written `($1 IS NULL OR owner = $1)` could not use the owner's index in a generic
+  // plan, and read every thread through threads_updated instead.
+  it("lists a caller's threads through the owner's index, even under generic plans", { timeout: 40_000 }, async () => {
+    for (let i = 0; i < 6; i++)
+      await h.store.createThread({ thread_id: `g${i}`, owner: i % 3 === 0 ? "alice" : "bob", actor: null, created_at: at(i), updated_at: at(i) });
+    for (let i = 0; i < 3; i++) {
+      const listed = await h.store.listThreads({ owner: "alice", limit: 20, offset: 0 });
+      expect(listed.map((t) => t.thread_id)).toEqual(["g3", "g0"]);
     }
+    const seen = await scansOnceCounted("threads", "threads_owner_updated", 3);
+    expect(seen.threads_owner_updated).toBeGreaterThanOrEqual(3);
+    expect(seen.threads_updated).toBe(0);
+  });
+
+  // The settling sweep runs every 30 s; finished tasks are kept for A2A_TASK_TTL_S.
+  it("finds stranded tasks among the tasks not finished only (a2a_tasks_open)", { timeout: 40_000 }, async () => {
+    await h.store.createThread({ thread_id: "s", owner: "alice", actor: null, created_at: at(0), updated_at: at(0) });
+    const task = (id: string, state: TaskState, approvalIds: string[]): TaskRecord => ({
+      task_id: id, context_id: "s", owner: "alice", actor: null, state, status_parts: [], artifacts: [], approval_ids: approvalIds,
+      run_id: null, instance_id: null, created_at: at(1), updated_at: at(1),
+    });
+    for (let i = 0; i < 5; i++) await h.store.createTask(task(`done-${i}`, "completed", []) );
+    await h.store.createTask(task("waiting", "input-required", ["gone"]));
+    const stranded = await h.store.strandedTasks(at(100), 10);
+    expect(stranded.map((t) => t.task_id)).toEqual(["waiting"]);
+    const seen = await scansOnceCounted("a2a_tasks", "a2a_tasks_open", 1);
+    expect(seen.a2a_tasks_open).toBeGreaterThanOrEqual(1);
   });
 });

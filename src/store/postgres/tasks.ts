@@ -43,9 +43,10 @@ export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
     }),
     strandedTasks: (before, limit, after) => guard(async () => {
       const next = after ? sql`AND (t.updated_at, t.task_id) > (${after.updated_at}::timestamptz, ${after.task_id})` : sql``;
+      // Only a task not finished can be stranded: read through a2a_tasks_open, not every task kept.
       const rows = await sql`
         SELECT * FROM a2a_tasks t
-          WHERE t.updated_at < ${before} ${next} AND (
+          WHERE t.state IN ('input-required', 'working') AND t.updated_at < ${before} ${next} AND (
             ((t.state = 'input-required' OR (t.state = 'working' AND t.run_id IS NULL)) AND cardinality(t.approval_ids) > 0
               AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.approval_id = ANY (t.approval_ids) AND a.status = 'pending'))
             OR (t.state = 'working' AND EXISTS (SELECT 1 FROM runs r WHERE r.run_id = t.run_id AND r.status <> 'running')))
