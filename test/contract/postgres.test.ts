@@ -335,4 +335,20 @@ describe("postgres: reads served by their indexes", () => {
     const seen = await scansOnceCounted("a2a_tasks", "a2a_tasks_open", 1);
     expect(seen.a2a_tasks_open).toBeGreaterThanOrEqual(1);
   });
+
+  // The task retention job runs every minute (at most) on every replica.
+  it("drops the tasks past their time through a2a_tasks_updated, not by reading every task", { timeout: 40_000 }, async () => {
+    await h.store.createThread({ thread_id: "r", owner: "alice", actor: null, created_at: at(0), updated_at: at(0) });
+    const task = (id: string, updatedAt: string): TaskRecord => ({
+      task_id: id, context_id: "r", owner: "alice", actor: null, state: "completed", status_parts: [], artifacts: [], approval_ids: [],
+      run_id: null, instance_id: null, created_at: at(0), updated_at: updatedAt,
+    });
+    await h.store.createTask(task("old", at(10)));
+    await h.store.createTask(task("new", at(30)));
+    expect(await h.store.dropTasksBefore(at(20))).toBeGreaterThanOrEqual(1);
+    expect(await h.store.getTask("old")).toBeNull();
+    expect(await h.store.getTask("new")).not.toBeNull();
+    const seen = await scansOnceCounted("a2a_tasks", "a2a_tasks_updated", 1);
+    expect(seen.a2a_tasks_updated).toBeGreaterThanOrEqual(1);
+  });
 });

@@ -138,7 +138,7 @@ const EXPECTED = {
     a2a_tasks: ["task_id", "context_id", "owner", "state", "created_at", "updated_at", "actor", "status_parts", "artifacts", "approval_ids", "run_id", "instance_id"],
     leases: ["thread_id", "holder", "generation", "expires_at"],
   } as Record<string, string[]>,
-  indexes: ["messages_id", "threads_owner_updated", "threads_updated", "runs_thread", "runs_running", "runs_paused", "approvals_thread", "approvals_run", "approvals_pending", "a2a_tasks_owner", "a2a_tasks_context", "a2a_tasks_open"],
+  indexes: ["messages_id", "threads_owner_updated", "threads_updated", "runs_thread", "runs_running", "runs_paused", "approvals_thread", "approvals_run", "approvals_pending", "a2a_tasks_owner", "a2a_tasks_context", "a2a_tasks_open", "a2a_tasks_updated"],
   sequences: ["lease_generation"],
 };
 
@@ -239,6 +239,7 @@ const DDL = `
     CREATE INDEX IF NOT EXISTS a2a_tasks_owner ON a2a_tasks (owner, updated_at DESC);
     CREATE INDEX IF NOT EXISTS a2a_tasks_context ON a2a_tasks (context_id);
     CREATE INDEX IF NOT EXISTS a2a_tasks_open ON a2a_tasks (updated_at, task_id) WHERE state IN ('input-required', 'working');
+    CREATE INDEX IF NOT EXISTS a2a_tasks_updated ON a2a_tasks (updated_at);
 
     CREATE TABLE IF NOT EXISTS leases (
       thread_id text PRIMARY KEY,

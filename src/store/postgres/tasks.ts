@@ -54,6 +54,7 @@ export function createTaskStore(sql: Sql, guard: Guard): TaskStore {
       return rows.map(taskOf);
     }),
     dropTasksBefore: (before) => guard(async () => {
+      // Every minute on every replica: through a2a_tasks_updated, only the tasks past their time.
       const rows = await sql`DELETE FROM a2a_tasks WHERE updated_at < ${before} RETURNING 1`;
       return rows.length;
     }),
