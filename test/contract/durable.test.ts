@@ -9,6 +9,7 @@
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEEP_MS } from "../../src/store/durable/lease-state.js";
+import { STRANDED_WHERE } from "../../src/store/durable/tasks.js";
 import type { Store, ThreadLease } from "../../src/store/ports.js";
 import type { LeaseStorage } from "../support/durable-harness.js";
 import { remote, startHarness } from "../support/workerd.js";
@@ -113,5 +114,17 @@ describe("durable object: runs of isolates that died", () => {
     expect(await store.getRun(`r-${alive}`)).toEqual(run(`r-${alive}`, alive));
     expect((await store.getTask(`t-${alive}`))!.state).toBe("working");
     await lease.release(held);
+  });
+});
+
+describe("durable object: the settling sweep's read", () => {
+  // Every 30 s; finished tasks are kept for A2A_TASK_TTL_S. SQLite's plan of the very query the
+  // store sends: through the partial index of the tasks not finished, not every task kept.
+  it("goes through tasks_open, the index of the tasks not finished", async () => {
+    const plan = await remote<{ plan(query: string, bindings: (string | number | null)[]): Promise<string[]> }>(mf, "storeObject").plan(
+      `SELECT body FROM tasks WHERE ${STRANDED_WHERE}`,
+      ["2026-01-01T00:00:00.000Z", null, null, null, null, 100],
+    );
+    expect(plan.find((step) => /^(SEARCH|SCAN) tasks\b/.test(step))).toMatch(/USING INDEX tasks_open\b/);
   });
 });

@@ -9,7 +9,15 @@ import { createDurableLease, createDurableStore } from "../../src/store/durable/
 import { durableBindings, durableObjects } from "../../src/runtime/workerd/bindings.js";
 import { ThreadLeaseObject as LeaseObject } from "../../src/runtime/workerd/lease-object.js";
 
-export { AgentStoreObject } from "../../src/runtime/workerd/store-object.js";
+import { AgentStoreObject as StoreObject } from "../../src/runtime/workerd/store-object.js";
+import type { SqlValue } from "../../src/store/durable/sql.js";
+
+/** The deployed class, plus SQLite's plan of a query (POST /storeObject/plan [query, bindings]). */
+export class AgentStoreObject extends StoreObject {
+  plan(query: string, bindings: SqlValue[]): string[] {
+    return this.ctx.storage.sql.exec(`EXPLAIN QUERY PLAN ${query}`, ...bindings).toArray().map((r) => String(r.detail));
+  }
+}
 
 /** What a lease object keeps: its stored state and its alarm (POST /leaseObject/inspect [threadId]). */
 export interface LeaseStorage {
@@ -35,6 +43,7 @@ export default {
       lease: createDurableLease(objects),
       store: createDurableStore(objects, { now: () => Date.now() }),
       leaseObject: { inspect: (threadId: string) => (objects.lease(threadId) as unknown as ThreadLeaseObject).inspect() },
+      storeObject: { plan: (query: string, bindings: SqlValue[]) => (objects.store() as unknown as AgentStoreObject).plan(query, bindings) },
     };
     const [, port = "", method = ""] = new URL(request.url).pathname.split("/");
     const target = ports[port] as Record<string, (...args: unknown[]) => Promise<unknown>> | undefined;

@@ -84,7 +84,7 @@ export async function startHarness(): Promise<Miniflare> {
 }
 
 /** An adapter port whose every method is called inside the harness worker. */
-export function remote<T>(mf: Miniflare, port: "lease" | "store" | "leaseObject"): T {
+export function remote<T>(mf: Miniflare, port: "lease" | "store" | "leaseObject" | "storeObject"): T {
   return new Proxy({} as Record<string, unknown>, {
     get(_, method) {
       // Not a method of the port: promises look for `then`, JSON.stringify for `toJSON`.

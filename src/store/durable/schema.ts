@@ -64,6 +64,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, updated_at);
 CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (context_id);
 CREATE INDEX IF NOT EXISTS tasks_by_update ON tasks (updated_at);
+CREATE INDEX IF NOT EXISTS tasks_open ON tasks (updated_at, task_id) WHERE state IN ('input-required', 'working');
 `;
 
 export function migrate(db: Sqlite): void {

@@ -9,6 +9,18 @@ import { parsed, type Sqlite, type SqlValue } from "./sql.js";
 
 type TaskPatch = Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>;
 
+/**
+ * The settling sweep's read (every 30 s): bindings before, the cursor's updated_at three times
+ * and its task_id, and the limit. Its first term is tasks_open's own WHERE, word for word, which
+ * is what lets SQLite read the tasks not finished through that index instead of every task kept.
+ */
+export const STRANDED_WHERE =
+  "state IN ('input-required', 'working') AND updated_at < ? AND (? IS NULL OR updated_at > ? OR (updated_at = ? AND task_id > ?)) " +
+  "AND (((state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND json_array_length(approval_ids) > 0 " +
+  "AND NOT EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j JOIN approvals a ON a.approval_id = j.value WHERE a.status = 'pending')) " +
+  "OR (state = 'working' AND EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.run_id AND r.status <> 'running'))) " +
+  "ORDER BY updated_at, task_id LIMIT ?";
+
 export function taskTables(db: Sqlite) {
   const put = (given: TaskRecord) => {
     const t = hasNul(given) ? withoutNul(given) : given;
@@ -50,13 +62,7 @@ export function taskTables(db: Sqlite) {
     },
 
     strandedTasks(before: string, limit: number, after?: TaskCursor): TaskRecord[] {
-      return select(
-        "updated_at < ? AND (? IS NULL OR updated_at > ? OR (updated_at = ? AND task_id > ?)) AND (((state = 'input-required' OR (state = 'working' AND run_id IS NULL)) AND json_array_length(approval_ids) > 0 " +
-          "AND NOT EXISTS (SELECT 1 FROM json_each(tasks.approval_ids) AS j JOIN approvals a ON a.approval_id = j.value WHERE a.status = 'pending')) " +
-          "OR (state = 'working' AND EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.run_id AND r.status <> 'running'))) " +
-          "ORDER BY updated_at, task_id LIMIT ?",
-        before, after?.updated_at ?? null, after?.updated_at ?? null, after?.updated_at ?? null, after?.task_id ?? null, limit,
-      );
+      return select(STRANDED_WHERE, before, after?.updated_at ?? null, after?.updated_at ?? null, after?.updated_at ?? null, after?.task_id ?? null, limit);
     },
 
     dropTasksBefore(before: string): number {
