@@ -133,6 +133,7 @@ async function main() {
   const listed = [];
   const idle = [];
   const ownerTasks = [];
+  const approvalPage = [];
   for (let r = 0; r < Math.max(1, opts.rounds); r++) {
     let t = performance.now();
     const l = await store.listThreads({ owner: "p", limit: 20, offset: 0 });
@@ -146,11 +147,16 @@ async function main() {
     const o = await store.listTasks({ owner: "p", limit: 20, offset: 0 });
     ownerTasks.push(performance.now() - t);
     if (o.length !== Math.min(20, opts.tasks + 2)) throw new Error("listTasks did not find a page of the caller's tasks");
+    t = performance.now();
+    const a = await store.listApprovals({ status: "approved", limit: 20, offset: 0 });
+    approvalPage.push(performance.now() - t);
+    if (a.length !== Math.min(20, opts.approvals + 1)) throw new Error("listApprovals did not find a page of decided approvals");
   }
   log(`with ${kept} threads and ${opts.tasks + 2} tasks kept, reads that go through them all:`);
   log(`  a page of threads (listThreads, 20):     ${median(listed).toFixed(3)} ms (median of ${listed.length})`);
   log(`  retention sweep (idleThreads, 100):      ${median(idle).toFixed(3)} ms (median of ${idle.length})`);
   log(`  a caller's tasks (listTasks, a page):    ${median(ownerTasks).toFixed(3)} ms (median of ${ownerTasks.length})`);
+  log(`  decided approvals (listApprovals, a page): ${median(approvalPage).toFixed(3)} ms (median of ${approvalPage.length}; ${opts.approvals + 2} approvals kept)`);
 }
 
 runMain("bench-store", main);

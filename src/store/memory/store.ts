@@ -232,8 +232,8 @@ export function createMemoryStore(): Store {
       return approvals.get(approvalId) ?? null;
     },
     async listApprovals(query: ListApprovalsQuery) {
-      const out: ApprovalRecord[] = [];
-      // The narrowest index the query allows; every filter still applies, and the sort sets the order.
+      // The narrowest index the query allows; every filter still applies, and the order is set
+      // by keeping the page's records in a bounded heap (first.ts), read from the newest made.
       const from =
         query.thread_id !== undefined
           ? approvalsIn(approvalsByThread, query.thread_id)
@@ -241,18 +241,15 @@ export function createMemoryStore(): Store {
             ? approvalsIn(approvalsByRun, query.run_id)
             : query.status === "pending"
               ? [...pendingApprovals].map((id) => approvals.get(id)!)
-              : approvals.values();
-      for (const a of from) {
-        if (query.thread_id !== undefined && a.thread_id !== query.thread_id) continue;
-        if (query.run_id !== undefined && a.run_id !== query.run_id) continue;
-        if (query.status !== undefined && a.status !== query.status) continue;
-        if (query.requester_actor !== undefined && a.requester_actor !== query.requester_actor) continue;
-        const v = query.visibleTo;
-        if (v && a.requester !== v.requester && !v.roles.some((r) => a.approvers.includes(`role:${r}`))) continue;
-        out.push(a);
-      }
-      out.sort(newestFirst);
-      return out.slice(query.offset, query.offset + query.limit);
+              : [...approvals.values()];
+      const v = query.visibleTo;
+      const kept = (a: ApprovalRecord) =>
+        (query.thread_id === undefined || a.thread_id === query.thread_id) &&
+        (query.run_id === undefined || a.run_id === query.run_id) &&
+        (query.status === undefined || a.status === query.status) &&
+        (query.requester_actor === undefined || a.requester_actor === query.requester_actor) &&
+        (!v || a.requester === v.requester || v.roles.some((r) => a.approvers.includes(`role:${r}`)));
+      return firstInOrderFromEnd(from, query.offset + query.limit, newestFirst, kept).slice(query.offset);
     },
     async decideApproval(approvalId, d) {
       const a = approvals.get(approvalId);
