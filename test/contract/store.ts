@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isoTime } from "../../src/clock.js";
 import type { ApprovalRecord } from "../../src/store/records/approval.js";
 import type { TaskRecord } from "../../src/store/records/task.js";
-import { runRecord } from "../support/records.js";
+import { approvalRecord, runRecord } from "../support/records.js";
 import type { LeaseClaim, Message, RunEnd, RunRecord, Store, TaskCursor, ThreadLease, ThreadRow } from "../../src/store/ports.js";
 
 export interface StoreFixture {
@@ -66,46 +66,22 @@ export function describeStoreContract(name: string, make: () => Promise<StoreFix
 
     const run = (runSuffix: string, threadId: string, fields: Partial<RunRecord> = {}): RunRecord => runRecord(`${tag}-run-${runSuffix}`, threadId, at(1), fields);
 
-    const approval = (suffix: string, threadId: string, fields: Partial<ApprovalRecord> = {}, toolCallId = "call_1"): ApprovalRecord => ({
-      approval_id: `${tag}-ap-${suffix}`,
-      thread_id: threadId,
-      run_id: `${tag}-run-1`,
-      status: "pending",
-      api: "orders",
-      method: "POST",
-      path: "/orders",
-      operation_id: null,
-      rpc_method: null,
-      a2a_operation: null,
-      query: { a: "1" },
-      body: { item: "x" },
-      tool: "t",
-      reason: "t: because",
-      approvers: ["requester", "role:admin"],
-      requester: `${tag}-owner`,
-      requester_actor: null,
-      decide_with: "direct",
-      relayers: [],
-      decided_by: null,
-      decided_via: null,
-      digest: "sha256:00",
-      nested: null,
-      effect: null,
-      created_at: at(1),
-      expires_at: at(100),
-      decided_at: null,
-      comment: null,
-      outcome: null,
-      internal: {
-        tool_call_id: toolCallId,
-        gate_key: "k",
-        call: { query: [["a", "1"]], body: { item: "x", card: "secret" } },
-        requester_principal: { id: "alice", roles: [], attributes: {}, actor: null },
-        executed_at: null,
-        result: null,
-      },
-      ...fields,
-    });
+    const approval = (suffix: string, threadId: string, fields: Partial<ApprovalRecord> = {}, toolCallId = "call_1"): ApprovalRecord =>
+      approvalRecord(`${tag}-ap-${suffix}`, threadId, `${tag}-owner`, at(1), {
+        run_id: `${tag}-run-1`,
+        query: { a: "1" },
+        approvers: ["requester", "role:admin"],
+        expires_at: at(100),
+        internal: {
+          tool_call_id: toolCallId,
+          gate_key: "k",
+          call: { query: [["a", "1"]], body: { item: "x", card: "secret" } },
+          requester_principal: { id: "alice", roles: [], attributes: {}, actor: null },
+          executed_at: null,
+          result: null,
+        },
+        ...fields,
+      });
     const decision = { status: "approved" as const, decided_by: "d", decided_via: null, decided_at: at(2), comment: "ok", dropCall: true };
     const decided = (status: "approved" | "rejected" | "expired") => ({ ...decision, status });
 

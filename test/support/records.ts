@@ -1,5 +1,6 @@
 /** Store records for tests that write the store directly, with plain defaults. */
 import type { RunRecord } from "../../src/store/ports.js";
+import type { ApprovalRecord } from "../../src/store/records/approval.js";
 
 /** A running run with nothing recorded yet; `fields` override (created_at and updated_at default to `at`). */
 export function runRecord(runId: string, threadId: string, at: string, fields: Partial<RunRecord> = {}): RunRecord {
@@ -19,6 +20,50 @@ export function runRecord(runId: string, threadId: string, at: string, fields: P
     latency_ms: null,
     resumed_from: null,
     resumed_by: null,
+    ...fields,
+  };
+}
+
+/** A pending approval of a POST on thread `threadId`, requested by `requester`; `fields` override. */
+export function approvalRecord(approvalId: string, threadId: string, requester: string, at: string, fields: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  return {
+    approval_id: approvalId,
+    thread_id: threadId,
+    run_id: `run-of-${approvalId}`,
+    status: "pending",
+    api: "orders",
+    method: "POST",
+    path: "/orders",
+    operation_id: null,
+    rpc_method: null,
+    a2a_operation: null,
+    query: {},
+    body: { item: "x" },
+    tool: "t",
+    reason: "t: because",
+    approvers: ["requester"],
+    requester,
+    requester_actor: null,
+    decide_with: "direct",
+    relayers: [],
+    decided_by: null,
+    decided_via: null,
+    digest: "sha256:00",
+    nested: null,
+    effect: null,
+    created_at: at,
+    expires_at: at,
+    decided_at: null,
+    comment: null,
+    outcome: null,
+    internal: {
+      tool_call_id: `call-of-${approvalId}`,
+      gate_key: "k",
+      call: { query: [], body: { item: "x" } },
+      requester_principal: { id: requester, roles: [], attributes: {}, actor: null },
+      executed_at: null,
+      result: null,
+    },
     ...fields,
   };
 }
