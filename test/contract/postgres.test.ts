@@ -9,6 +9,7 @@ import { openPostgres } from "../../src/store/postgres/index.js";
 import type { TaskRecord, TaskState } from "../../src/store/records/task.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { dropSchemas, scratchDatabase, TEST_DSN } from "../support/postgres.js";
+import { approvalRecord } from "../support/records.js";
 import { describeLeaseContract } from "./lease.js";
 import { describeStoreContract } from "./store.js";
 
@@ -334,6 +335,22 @@ describe("postgres: reads served by their indexes", () => {
     expect(stranded.map((t) => t.task_id)).toEqual(["waiting"]);
     const seen = await scansOnceCounted("a2a_tasks", "a2a_tasks_open", 1);
     expect(seen.a2a_tasks_open).toBeGreaterThanOrEqual(1);
+  });
+
+  // GET /approvals for a caller who may not read across: its own requests, and with roles those
+  // its roles approve. Without indexes for them, every approval kept was read.
+  it("lists the approvals a caller may see through approvals_requester, and approvals_approvers for its roles", { timeout: 40_000 }, async () => {
+    await h.store.createThread({ thread_id: "ap", owner: "alice", actor: null, created_at: at(0), updated_at: at(0) });
+    await h.store.createApproval(approvalRecord("ap-1", "ap", "alice", at(1)));
+    await h.store.createApproval(approvalRecord("ap-2", "ap", "bob", at(2), { approvers: ["role:ops"] }));
+    await h.store.createApproval(approvalRecord("ap-3", "ap", "bob", at(3)));
+    const ids = async (roles: string[]) =>
+      (await h.store.listApprovals({ visibleTo: { requester: "alice", roles }, limit: 20, offset: 0 })).map((a) => a.approval_id);
+    expect(await ids([])).toEqual(["ap-1"]);
+    expect(await ids(["ops"])).toEqual(["ap-2", "ap-1"]);
+    const seen = await scansOnceCounted("approvals", "approvals_approvers", 1);
+    expect(seen.approvals_requester).toBeGreaterThanOrEqual(2);
+    expect(seen.approvals_approvers).toBeGreaterThanOrEqual(1);
   });
 
   // The task retention job runs every minute (at most) on every replica.

@@ -32,7 +32,9 @@ export function createApprovalStore(sql: Sql, guard: Guard): ApprovalStore {
       const run = q.run_id === undefined ? sql`` : sql`AND run_id = ${q.run_id}`;
       const status = q.status === undefined ? sql`` : sql`AND status = ${q.status}`;
       const actor = q.requester_actor === undefined ? sql`` : sql`AND requester_actor = ${q.requester_actor}`;
-      const visible = v ? sql`AND (requester = ${v.requester} OR approvers && ${sql.array(roles)}::text[])` : sql``;
+      // What a caller may see: its own requests (approvals_requester, in the page's order), and
+      // with roles, those its roles approve (approvals_approvers).
+      const visible = !v ? sql`` : roles.length === 0 ? sql`AND requester = ${v.requester}` : sql`AND (requester = ${v.requester} OR approvers && ${sql.array(roles)}::text[])`;
       const rows = await sql`
         SELECT shown, internal FROM approvals WHERE true ${thread} ${run} ${status} ${actor} ${visible}
         ORDER BY created_at DESC, approval_id DESC LIMIT ${q.limit} OFFSET ${q.offset}`;

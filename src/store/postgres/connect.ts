@@ -138,7 +138,7 @@ const EXPECTED = {
     a2a_tasks: ["task_id", "context_id", "owner", "state", "created_at", "updated_at", "actor", "status_parts", "artifacts", "approval_ids", "run_id", "instance_id"],
     leases: ["thread_id", "holder", "generation", "expires_at"],
   } as Record<string, string[]>,
-  indexes: ["messages_id", "threads_owner_updated", "threads_updated", "runs_thread", "runs_running", "runs_paused", "approvals_thread", "approvals_run", "approvals_pending", "a2a_tasks_owner", "a2a_tasks_context", "a2a_tasks_open", "a2a_tasks_updated"],
+  indexes: ["messages_id", "threads_owner_updated", "threads_updated", "runs_thread", "runs_running", "runs_paused", "approvals_thread", "approvals_run", "approvals_pending", "approvals_requester", "approvals_approvers", "a2a_tasks_owner", "a2a_tasks_context", "a2a_tasks_open", "a2a_tasks_updated"],
   sequences: ["lease_generation"],
 };
 
@@ -221,6 +221,8 @@ const DDL = `
     CREATE INDEX IF NOT EXISTS approvals_thread ON approvals (thread_id, created_at DESC);
     CREATE INDEX IF NOT EXISTS approvals_run ON approvals (run_id);
     CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (expires_at) WHERE status = 'pending';
+    CREATE INDEX IF NOT EXISTS approvals_requester ON approvals (requester, created_at DESC, approval_id DESC);
+    CREATE INDEX IF NOT EXISTS approvals_approvers ON approvals USING gin (approvers);
 
     CREATE TABLE IF NOT EXISTS a2a_tasks (
       task_id text PRIMARY KEY,
