@@ -9,7 +9,9 @@
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEEP_MS } from "../../src/store/durable/lease-state.js";
+import { approvalListQuery } from "../../src/store/durable/approvals.js";
 import { STRANDED_WHERE } from "../../src/store/durable/tasks.js";
+import { threadListQuery } from "../../src/store/durable/threads.js";
 import type { Store, ThreadLease } from "../../src/store/ports.js";
 import type { LeaseStorage } from "../support/durable-harness.js";
 import { remote, startHarness } from "../support/workerd.js";
@@ -117,14 +119,26 @@ describe("durable object: runs of isolates that died", () => {
   });
 });
 
-describe("durable object: the settling sweep's read", () => {
-  // Every 30 s; finished tasks are kept for A2A_TASK_TTL_S. SQLite's plan of the very query the
-  // store sends: through the partial index of the tasks not finished, not every task kept.
-  it("goes through tasks_open, the index of the tasks not finished", async () => {
-    const plan = await remote<{ plan(query: string, bindings: (string | number | null)[]): Promise<string[]> }>(mf, "storeObject").plan(
-      `SELECT body FROM tasks WHERE ${STRANDED_WHERE}`,
-      ["2026-01-01T00:00:00.000Z", null, null, null, null, 100],
-    );
-    expect(plan.find((step) => /^(SEARCH|SCAN) tasks\b/.test(step))).toMatch(/USING INDEX tasks_open\b/);
+describe("durable object: reads served by their indexes", () => {
+  // SQLite's plan of the very statements the store sends (EXPLAIN QUERY PLAN in the object).
+  const plan = (query: string, bindings: (string | number | null)[]) =>
+    remote<{ plan(query: string, bindings: (string | number | null)[]): Promise<string[]> }>(mf, "storeObject").plan(query, bindings);
+  const step = (steps: string[], table: string) => steps.find((s) => new RegExp(`^(SEARCH|SCAN) ${table}\\b`).test(s));
+
+  // Every 30 s; finished tasks are kept for A2A_TASK_TTL_S.
+  it("the settling sweep goes through tasks_open, the index of the tasks not finished", async () => {
+    const steps = await plan(`SELECT body FROM tasks WHERE ${STRANDED_WHERE}`, ["2026-01-01T00:00:00.000Z", null, null, null, null, 100]);
+    expect(step(steps, "tasks")).toMatch(/USING INDEX tasks_open\b/);
+  });
+
+  // SQLite plans without the bindings: a filter written `(?1 IS NULL OR thread_id = ?1)` read
+  // every approval (SCAN approvals) and sorted them.
+  it("a thread's approvals, a run's and a caller's threads are read through their indexes", async () => {
+    const byThread = approvalListQuery({ thread_id: "t", limit: 20, offset: 0 });
+    expect(step(await plan(byThread.sql, byThread.bindings), "approvals")).toMatch(/USING INDEX approvals_by_thread\b/);
+    const byRun = approvalListQuery({ run_id: "r", visibleTo: { requester: "alice", roles: ["ops"] }, limit: 20, offset: 0 });
+    expect(step(await plan(byRun.sql, byRun.bindings), "approvals")).toMatch(/USING INDEX approvals_by_run\b/);
+    const threads = threadListQuery({ owner: "alice", limit: 20, offset: 0 });
+    expect(step(await plan(threads.sql, threads.bindings), "threads")).toMatch(/USING INDEX threads_by_owner\b/);
   });
 });

@@ -1,9 +1,34 @@
 /** The approvals table in SQLite (synchronous: see ./sql.ts); the memory store is the reference. */
 import type { ApprovalDecision, ApprovalRecord, ListApprovalsQuery } from "../records/approval.js";
 import { withDecision } from "../records/decision.js";
-import { parsed, type Sqlite, type SqlValue } from "./sql.js";
+import { givenFilters, parsed, type Sqlite, type SqlValue, type Statement } from "./sql.js";
 
 const NEWEST_FIRST = "ORDER BY created_at DESC, approval_id DESC";
+
+/**
+ * A list of approvals: only the filters given, so that a thread's or a run's approvals are read
+ * through their index (approvals_by_thread, approvals_by_run), and what a caller who may not read
+ * across may see: its own requests and, with roles, those its roles approve.
+ */
+export function approvalListQuery(q: ListApprovalsQuery): Statement {
+  const where = givenFilters([
+    ["thread_id = ?", q.thread_id],
+    ["run_id = ?", q.run_id],
+    ["status = ?", q.status],
+    ["requester_actor = ?", q.requester_actor],
+  ]);
+  const v = q.visibleTo;
+  let visible = "";
+  const bindings = where.bindings;
+  if (v && v.roles.length === 0) {
+    visible = " AND requester = ?";
+    bindings.push(v.requester);
+  } else if (v) {
+    visible = " AND (requester = ? OR EXISTS (SELECT 1 FROM json_each(approvals.approvers) AS j WHERE j.value IN (SELECT value FROM json_each(?))))";
+    bindings.push(v.requester, JSON.stringify(v.roles.map((r) => `role:${r}`)));
+  }
+  return { sql: `SELECT body FROM approvals WHERE ${where.sql}${visible} ${NEWEST_FIRST} LIMIT ? OFFSET ?`, bindings: [...bindings, q.limit, q.offset] };
+}
 
 export function approvalTables(db: Sqlite) {
   const put = (a: ApprovalRecord) =>
@@ -28,15 +53,8 @@ export function approvalTables(db: Sqlite) {
     getApproval,
 
     listApprovals(q: ListApprovalsQuery): ApprovalRecord[] {
-      const v = q.visibleTo;
-      return select(
-        `(?1 IS NULL OR thread_id = ?1) AND (?2 IS NULL OR run_id = ?2) AND (?3 IS NULL OR status = ?3)
-         AND (?4 IS NULL OR requester_actor = ?4)
-         AND (?5 = 0 OR requester = ?6 OR EXISTS (SELECT 1 FROM json_each(approvals.approvers) AS j WHERE j.value IN (SELECT value FROM json_each(?7))))
-         ${NEWEST_FIRST} LIMIT ?8 OFFSET ?9`,
-        q.thread_id ?? null, q.run_id ?? null, q.status ?? null, q.requester_actor ?? null,
-        v ? 1 : 0, v?.requester ?? "", JSON.stringify((v?.roles ?? []).map((r) => `role:${r}`)), q.limit, q.offset,
-      );
+      const { sql, bindings } = approvalListQuery(q);
+      return db.exec<{ body: string }>(sql, ...bindings).toArray().map((r) => parsed<ApprovalRecord>(r.body));
     },
 
     /** Only while pending: a single synchronous read and write, so exactly one concurrent caller wins. */

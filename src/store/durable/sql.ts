@@ -28,3 +28,26 @@ export function first<T extends SqlRow>(db: Sqlite, query: string, ...bindings: 
 export function parsed<T>(text: SqlValue): T {
   return JSON.parse(String(text)) as T;
 }
+
+/** A statement's text and its bindings, in order. */
+export interface Statement {
+  readonly sql: string;
+  readonly bindings: SqlValue[];
+}
+
+/**
+ * The conditions of the filters given (`[condition with one ?, value]`; an undefined value leaves
+ * its filter out), joined with AND, or `1` when none is given. SQLite plans a statement without
+ * looking at its bindings, so a filter written `(?1 IS NULL OR col = ?1)` never uses an index on
+ * `col`; one left out, or written `col = ?`, does.
+ */
+export function givenFilters(filters: readonly (readonly [string, SqlValue | undefined])[]): Statement {
+  const conditions: string[] = [];
+  const bindings: SqlValue[] = [];
+  for (const [condition, value] of filters) {
+    if (value === undefined) continue;
+    conditions.push(condition);
+    bindings.push(value);
+  }
+  return { sql: conditions.length === 0 ? "1" : conditions.join(" AND "), bindings };
+}

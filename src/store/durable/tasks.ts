@@ -5,7 +5,7 @@
 import { hasNul, withoutNul } from "../../json.js";
 import type { TaskCursor } from "../ports/tasks.js";
 import { FINISHED, type ListTasksQuery, type TaskRecord } from "../records/task.js";
-import { parsed, type Sqlite, type SqlValue } from "./sql.js";
+import { givenFilters, parsed, type Sqlite, type SqlValue } from "./sql.js";
 
 type TaskPatch = Partial<Omit<TaskRecord, "task_id" | "context_id" | "owner" | "actor" | "created_at">>;
 
@@ -47,10 +47,9 @@ export function taskTables(db: Sqlite) {
     },
 
     listTasks(q: ListTasksQuery): TaskRecord[] {
-      return select(
-        "owner = ?1 AND (?2 IS NULL OR actor = ?2) AND (?3 IS NULL OR context_id = ?3) ORDER BY updated_at DESC, task_id DESC LIMIT ?4 OFFSET ?5",
-        q.owner, q.actor ?? null, q.context_id ?? null, q.limit, q.offset,
-      );
+      // Only the filters given (see sql.ts, givenFilters).
+      const where = givenFilters([["owner = ?", q.owner], ["actor = ?", q.actor], ["context_id = ?", q.context_id]]);
+      return select(`${where.sql} ORDER BY updated_at DESC, task_id DESC LIMIT ? OFFSET ?`, ...where.bindings, q.limit, q.offset);
     },
 
     tasksWaitingOn(threadId: string, approvalId: string): TaskRecord[] {

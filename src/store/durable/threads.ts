@@ -1,6 +1,6 @@
 /** The threads and messages tables in SQLite (synchronous: see ./sql.ts). */
 import type { ListThreadsQuery, Message, MessagePage, ThreadRow } from "../ports.js";
-import { first, parsed, type Sqlite } from "./sql.js";
+import { first, givenFilters, parsed, type Sqlite, type Statement } from "./sql.js";
 
 interface ThreadColumns {
   [k: string]: string | null;
@@ -12,6 +12,12 @@ interface ThreadColumns {
 }
 
 const rowOf = (r: ThreadColumns): ThreadRow => ({ thread_id: r.thread_id, owner: r.owner, actor: r.actor, created_at: r.created_at, updated_at: r.updated_at });
+
+/** GET /threads: only the filters given, so that an owner's threads are read through threads_by_owner. */
+export function threadListQuery(q: ListThreadsQuery): Statement {
+  const where = givenFilters([["owner = ?", q.owner], ["actor = ?", q.actor]]);
+  return { sql: `SELECT * FROM threads WHERE ${where.sql} ORDER BY updated_at DESC, thread_id ASC LIMIT ? OFFSET ?`, bindings: [...where.bindings, q.limit, q.offset] };
+}
 
 export function threadTables(db: Sqlite) {
   const getThread = (threadId: string): ThreadRow | null => {
@@ -33,14 +39,8 @@ export function threadTables(db: Sqlite) {
     },
 
     listThreads(q: ListThreadsQuery): ThreadRow[] {
-      return db
-        .exec<ThreadColumns>(
-          `SELECT * FROM threads WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR actor = ?2)
-           ORDER BY updated_at DESC, thread_id ASC LIMIT ?3 OFFSET ?4`,
-          q.owner ?? null, q.actor ?? null, q.limit, q.offset,
-        )
-        .toArray()
-        .map(rowOf);
+      const { sql, bindings } = threadListQuery(q);
+      return db.exec<ThreadColumns>(sql, ...bindings).toArray().map(rowOf);
     },
 
     idleThreads(before: string, limit: number): string[] {
