@@ -30,11 +30,11 @@ export function directStreamsFetch(fetch: Fetch): (request: Request, env: HttpBi
     if (source === undefined) return response;
     // An HTTP/1 server (createServer below): its response is a ServerResponse.
     const out = env.outgoing as ServerResponse;
-    out.writeHead(response.status, plainHeaders(response.headers));
-    // node:http builds the header block by joining about thirty strings and keeps the result for
-    // as long as the response is open: read once, V8 lays it out in one piece, and the pieces
-    // (1.7 KB a waiting conversation) are freed.
-    (out as unknown as { _header?: string })._header?.charCodeAt(0);
+    // Checked now (node:http throws here on a header it cannot send), written with the first
+    // words: a run that has ended by then (a quick model, a refusal) is answered whole, with its
+    // length and without chunked framing (PacedSink.end).
+    out.statusCode = response.status;
+    setHeaders(out, response.headers);
     const sink = new PacedSink(out);
     const stream = source.attach(sink);
     sink.beatEvery(stream.heartbeatMs);
@@ -62,11 +62,9 @@ const SSE_HEAD: readonly (readonly [string, string])[] = Object.entries(SSE_HEAD
  * stream's Response carries only those: src/http/sse.ts). A function of its own: a callback made
  * where the close listener is would keep the headers in its scope.
  */
-function plainHeaders(headers: Headers): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of SSE_HEAD) out[name] = value;
-  headers.forEach((value, name) => (out[name] = value));
-  return out;
+function setHeaders(out: ServerResponse, headers: Headers): void {
+  for (const [name, value] of SSE_HEAD) out.setHeader(name, value);
+  headers.forEach((value, name) => out.setHeader(name, value));
 }
 
 /**
@@ -115,6 +113,8 @@ class PacedSink implements SseSink {
     this.stop();
     const all = this.buffered + text;
     this.buffered = "";
+    // Before its first words went out, node:http sends the headers with a Content-Length and
+    // the answer after them in one write, without chunked framing.
     if (this.out) this.out.end(all);
     else if (this.socket) this.endHandedOver(this.socket, all);
   }
@@ -218,6 +218,10 @@ class PacedSink implements SseSink {
     // it holds of this write to the socket (it corks until the end of this turn).
     if (out && !this.offered) {
       this.offered = true;
+      // node:http built the header block just now by joining about thirty strings, and keeps it
+      // for as long as the response is open: read once, V8 lays it out in one piece, and the
+      // pieces (1.7 KB a waiting conversation) are freed.
+      (out as unknown as { _header?: string })._header?.charCodeAt(0);
       setImmediate(offerHandOver, this);
     }
   }

@@ -72,6 +72,27 @@ describe("serveNode", () => {
     expect(answerText(events)).toBe("done: 42");
   });
 
+  it("sends an answer ready in its first turn whole, with its length and no chunked framing; one that waits goes in chunks", async () => {
+    const { port } = await served({ SSE_HEARTBEAT_S: "1" });
+    const raw = rawConnection(port);
+    raw.socket.write(rawChat("quick", "w1"));
+    await expect.poll(() => rawAnswers(raw.text()), { timeout: 5_000 }).toEqual(["echo: quick"]);
+    const [head = "", body = ""] = raw.text().split("\r\n\r\n", 2);
+    expect(`${head.toLowerCase()}\r\n`).toContain(`\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`);
+    expect(head.toLowerCase()).not.toContain("transfer-encoding");
+    expect(head.toLowerCase()).toContain("content-type: text/event-stream; charset=utf-8");
+    expect(parseSse(body).map((e) => e.event)).toEqual(["message.start", "message.delta", "message.end"]);
+    // The next one on the connection waits first: its headers and first words go out at once, in chunks.
+    const before = raw.text().length;
+    raw.socket.write(rawChat("/sleep 300\nlater", "w2"));
+    await expect.poll(() => raw.text().endsWith("\r\n0\r\n\r\n"), { timeout: 5_000 }).toBe(true);
+    expect(rawAnswers(raw.text())).toEqual(["echo: quick", "echo: later"]);
+    const second = raw.text().slice(before).toLowerCase();
+    expect(second).toContain("transfer-encoding: chunked");
+    expect(second).not.toContain("content-length");
+    raw.socket.destroy();
+  });
+
   it("sends heartbeats on an idle stream, and cancels the run when the client goes away", async () => {
     const { base, store } = await served({ SSE_HEARTBEAT_S: "1" });
     const aborter = new AbortController();
@@ -210,10 +231,9 @@ describe("serveNode", () => {
     let ended = false;
     const outgoing = {
       headers: {} as Record<string, string>,
-      status: 0,
-      writeHead(status: number, headers: Record<string, string>) {
-        this.status = status;
-        this.headers = headers;
+      statusCode: 0,
+      setHeader(name: string, value: string) {
+        this.headers[name] = value;
       },
       headersSent: false,
       flushHeaders() {},
@@ -227,7 +247,7 @@ describe("serveNode", () => {
     const request = new Request("http://x/chat", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: JSON.stringify({ message: "hello" }) });
     const response = await directStreamsFetch(app.fetch)(request, { outgoing } as never);
     expect(response.headers.get("x-hono-already-sent")).toBe("true");
-    expect(outgoing.status).toBe(200);
+    expect(outgoing.statusCode).toBe(200);
     expect(outgoing.headers["content-type"]).toBe("text/event-stream; charset=utf-8");
     await expect.poll(() => ended).toBe(true);
     expect(answerText(parseSse(written.join("")))).toBe("echo: hello");
@@ -331,8 +351,10 @@ describe("serveNode: a waiting stream handed over from node:http", () => {
     const raw = rawConnection(port);
     raw.socket.write(rawChat("/sleep 1200\nfirst", "p1") + rawChat("second", "p2"));
     await expect.poll(() => rawAnswers(raw.text()), { timeout: 5_000 }).toEqual(["echo: first", "echo: second"]);
-    // Both ended with the last chunk, on a connection still open.
-    expect(raw.text().match(/\r\n0\r\n\r\n/g)).toHaveLength(2);
+    // The waiting one ended with the last chunk, the one that answered at once went out whole
+    // with its length, on a connection still open.
+    expect(raw.text().match(/\r\n0\r\n\r\n/g)).toHaveLength(1);
+    expect(raw.text().toLowerCase().match(/\r\ncontent-length: \d+\r\n/g)).toHaveLength(1);
     expect(raw.socket.destroyed).toBe(false);
     raw.socket.destroy();
   });
