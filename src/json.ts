@@ -7,9 +7,21 @@ export function wellFormed(text: string): string {
 
 /** Length in Unicode code points (CONTRACT section 5), not UTF-16 units. */
 export function codePointLength(text: string): number {
+  if (singleUnits(text)) return text.length;
   let n = 0;
   for (let i = 0; i < text.length; i = nextCodePoint(text, i)) n++;
   return n;
+}
+
+const HIGH_SURROGATE = /[\uD800-\uDBFF]/;
+
+/**
+ * True when each code point of `text` is one UTF-16 unit (it has no high surrogate), as in most
+ * text: one scan by the regular expression engine, about 40x faster than walking the code points
+ * (10 against 480 ns for a 282-character message, scripts/BENCHMARKS.md).
+ */
+export function singleUnits(text: string): boolean {
+  return !HIGH_SURROGATE.test(text);
 }
 
 /** The index just past the code point that starts at `i`: a surrogate pair is one code point. */

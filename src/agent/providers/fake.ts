@@ -4,7 +4,7 @@
  */
 import { ModelError } from "../../errors.js";
 import { sleep } from "../../clock.js";
-import { codePointLength, nextCodePoint } from "../../json.js";
+import { codePointLength, nextCodePoint, singleUnits } from "../../json.js";
 import type { Message } from "../../store/ports.js";
 import { FINAL_ANSWER_TOOL, STRUCTURED_RETRY_PREFIX } from "../structured.js";
 import { INVALID_ARGUMENTS_PREFIX, MAX_ARGUMENT_RETRIES, type Model, type ModelEvent, type ModelRequest } from "../model.js";
@@ -56,6 +56,10 @@ function splitOnce(s: string): [string, string] {
 /** `text` in pieces of at most `size` code points (a surrogate pair is never split). */
 export function pieces(text: string, size = 16): string[] {
   const out: string[] = [];
+  if (singleUnits(text)) {
+    for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+    return out;
+  }
   let start = 0;
   let count = 0;
   for (let i = 0; i < text.length; ) {
