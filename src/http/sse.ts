@@ -36,9 +36,20 @@ function frame(name: string | undefined, data: unknown): string {
   return `${name === undefined ? "" : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`;
 }
 
+/**
+ * What JSON.stringify escapes in a string (a quote, a backslash, a control character) and the
+ * surrogates (it escapes a lone one): text without any is written as it is, between quotes.
+ */
+// eslint-disable-next-line no-control-regex
+const ESCAPED_IN_JSON = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 export function formatEvent(event: RunEvent): string {
-  // The most frequent event, written without copying it first (the same text as the general case).
-  if (event.type === "message.delta") return `event: message.delta\ndata: {"text":${JSON.stringify(event.text)}}\n\n`;
+  // The most frequent event, written without copying it first (the same text as the general
+  // case); most deltas need no escaping, and one scan is about half of what JSON.stringify costs.
+  if (event.type === "message.delta") {
+    const { text } = event;
+    return `event: message.delta\ndata: {"text":${ESCAPED_IN_JSON.test(text) ? JSON.stringify(text) : `"${text}"`}}\n\n`;
+  }
   // The event as it is, less its leading `type` (every event is made with `type` first): no copy
   // of the event, whose spread would also make a shape of its own for each kind and variant.
   const json = JSON.stringify(event);

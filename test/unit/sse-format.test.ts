@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RunEvent } from "../../src/agent/events.js";
 import { formatEvent } from "../../src/http/sse.js";
@@ -40,5 +41,27 @@ describe("formatEvent", () => {
 
   it("writes an event with nothing but its type as an empty object", () => {
     expect(formatEvent({ type: "message.start" } as unknown as RunEvent)).toBe("event: message.start\ndata: {}\n\n");
+  });
+
+  it("writes any delta's text as JSON.stringify would: quotes, backslashes, control characters, lone and paired surrogates", () => {
+    // Units drawn to hit every kind JSON escapes or keeps: ASCII, controls, DEL, quotes and
+    // backslashes, U+2028, surrogates paired and lone, other BMP text.
+    const unit = fc.oneof(
+      { weight: 6, arbitrary: fc.integer({ min: 0x20, max: 0x7f }) },
+      { weight: 2, arbitrary: fc.constantFrom(0x22, 0x5c, 0x2028, 0x2029) },
+      { weight: 2, arbitrary: fc.integer({ min: 0, max: 0x1f }) },
+      { weight: 2, arbitrary: fc.integer({ min: 0xd800, max: 0xdfff }) },
+      { weight: 1, arbitrary: fc.integer({ min: 0x80, max: 0xffff }) },
+    );
+    const text = fc.array(unit, { maxLength: 24 }).map((units) => String.fromCharCode(...units));
+    fc.assert(
+      fc.property(text, (t) => {
+        expect(formatEvent({ type: "message.delta", text: t })).toBe(expected({ type: "message.delta", text: t }));
+      }),
+      { numRuns: 3000 },
+    );
+    expect(formatEvent({ type: "message.delta", text: "plain words" })).toBe('event: message.delta\ndata: {"text":"plain words"}\n\n');
+    expect(formatEvent({ type: "message.delta", text: "😀" })).toBe(`event: message.delta\ndata: {"text":"😀"}\n\n`);
+    expect(formatEvent({ type: "message.delta", text: "\ud83d" })).toBe('event: message.delta\ndata: {"text":"\\ud83d"}\n\n');
   });
 });
