@@ -6,7 +6,7 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -40,6 +40,18 @@ describe("bundles", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("the builds carry zod's English messages and none of its other locales", () => {
+    // tsup.config.ts, zodEnglishOnly: the other locales were 360 KB of every start's largest chunk.
+    const maps = readdirSync("dist").filter((f) => f.endsWith(".js.map"));
+    expect(maps).toEqual(expect.arrayContaining(["index.js.map", "node.js.map", "worker.js.map"]));
+    const locales = new Set<string>();
+    for (const map of maps) {
+      const { sources } = JSON.parse(readFileSync(join("dist", map), "utf8")) as { sources: string[] };
+      for (const source of sources) if (/zod\/v4\/locales\//.test(source)) locales.add(source.replace(/^.*zod\/v4\/locales\//, ""));
+    }
+    expect([...locales]).toEqual(["en.js"]);
   });
 
   it("the core bundled for a neutral platform has no Node import", () => {

@@ -43,7 +43,7 @@ export function docsHtml(): string {
 </head>
 <body>
 <h1 id="title">Agent service API</h1>
-<p id="intro" class="intro">Loading /openapi.json…</p>
+<p id="intro" class="intro">Loading /openapi.json&hellip;</p>
 <main id="paths"></main>
 <script>
 "use strict";

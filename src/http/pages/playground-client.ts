@@ -136,7 +136,7 @@ export const PLAYGROUND_CLIENT = String.raw`
     var payload = { decision: decision, digest: a.digest };
     if (card.comment.value.trim()) payload.comment = card.comment.value;
     card.enable(false);
-    card.show("", "sending " + decision + "…");
+    card.show("", "sending " + decision + "\u2026");
     var settled = decision === "approve" ? "approved" : "rejected";
     var started = await exclusive(async function (signal) {
       var url = "/threads/" + encodeURIComponent(card.thread) + "/approvals/" + encodeURIComponent(a.approval_id);
