@@ -40,13 +40,13 @@ export function createPrincipalHasher(salt: string | undefined): PrincipalHasher
  * A secret compared in constant time: the loop always runs over the whole expected secret and
  * folds a length mismatch into the result, so the time depends on neither where the presented
  * value differs nor whether its length matches. Synchronous: no crypto round trip per request.
+ * Compared by UTF-16 code units, with no encoding made per request: two texts are equal exactly
+ * when their units are (an encoder would also take two different lone surrogates for one).
  */
 export function secretMatcher(secret: string): (presented: string) => boolean {
-  const expected = encoder.encode(secret);
   return (presented) => {
-    const given = encoder.encode(presented);
-    let diff = given.length ^ expected.length;
-    for (let i = 0; i < expected.length; i++) diff |= expected[i]! ^ (given[i] ?? 0);
+    let diff = presented.length ^ secret.length;
+    for (let i = 0; i < secret.length; i++) diff |= secret.charCodeAt(i) ^ (i < presented.length ? presented.charCodeAt(i) : 0);
     return diff === 0;
   };
 }
