@@ -59,6 +59,7 @@ import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
 import { benchRuntimes, parseRuntimes, rssMb, startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
 import { openInHalves } from "./lib/idle-streams.mjs";
+import { BODY, EXPECTED_EVENTS, HEADERS, IDLE_REQUEST, SERVICE_ENV } from "./lib/chat-workload.mjs";
 import { memoryCgroup } from "./lib/memory-cgroup.mjs";
 import { startOtlpSink } from "./lib/otlp-sink.mjs";
 import { autocannonInWorker, benchOptions, closeServer, listen, loadDist, log, logTable, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
@@ -99,16 +100,7 @@ function options(argv) {
 const opts = options(process.argv.slice(2));
 
 // ---------------------------------------------------------------------------------------------
-// workload: "echo: " + MESSAGE is 16 * 18 characters -> 18 deltas + start + end = 20 events
-
-const DELTAS = 18;
-const EXPECTED_EVENTS = DELTAS + 2;
-const MESSAGE = "The quick brown fox jumps over the lazy dog. ".repeat(7).slice(0, 16 * DELTAS - "echo: ".length);
-const BODY = JSON.stringify({ message: MESSAGE });
-const HEADERS = { authorization: "Bearer bench", "content-type": "application/json" };
-const SERVICE_ENV = { API_KEY: "bench", MODEL_PROVIDER: "fake", MODEL_NAME: "fake", LOG_LEVEL: "WARNING", RUN_TIMEOUT_S: "600" };
-const IDLE_BODY = JSON.stringify({ message: "/sleep 120000\nidle" });
-const IDLE_REQUEST = { headers: HEADERS, body: IDLE_BODY };
+// workload: scripts/lib/chat-workload.mjs (20 events an answer)
 const IDLE_HELPER = fileURLToPath(new URL("./bench-chat-idle.mjs", import.meta.url));
 
 // ---------------------------------------------------------------------------------------------

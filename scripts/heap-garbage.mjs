@@ -16,8 +16,7 @@
 // run's own sites follow, by what they hold. Frames of the built entry are named where they were
 // written (src/..., or the bundled dependency's file), through the build's source maps. Sampled,
 // so each figure is an estimate; one pair of runs.
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { SourceMap } from "node:module";
+import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,6 +24,7 @@ import { startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
 import { usageError } from "./lib/args.mjs";
 import { benchOptions, log, logTable, runMain, watchdog } from "./lib/bench.mjs";
 import { openInHalves } from "./lib/idle-streams.mjs";
+import { frameName, resolved } from "./lib/source-frames.mjs";
 
 const USAGE = "usage: node scripts/heap-garbage.mjs [--streams 10000] [--wait 120] [--top 15]\n";
 const opts = benchOptions(process.argv.slice(2), {
@@ -81,31 +81,6 @@ async function sample(collected) {
 }
 
 /** Each built file's source map, read once (null: it has none). */
-const sourceMaps = new Map();
-
-/**
- * A frame of the built entry where it was written (src/..., or node_modules/<package>/... for the
- * dependencies the build bundles), through the build's source maps; other frames as they are.
- */
-function resolved(frame) {
-  const { url, lineNumber, columnNumber } = frame;
-  if (!/\/dist\/[^/]+\.js$/.test(url)) return frame;
-  let map = sourceMaps.get(url);
-  if (map === undefined) {
-    const file = `${url.startsWith("file:") ? fileURLToPath(url) : url}.map`;
-    map = existsSync(file) ? new SourceMap(JSON.parse(readFileSync(file, "utf8"))) : null;
-    sourceMaps.set(url, map);
-  }
-  const entry = map?.findEntry(lineNumber, columnNumber);
-  if (!entry?.originalSource) return frame;
-  return { functionName: frame.functionName, url: entry.originalSource.replace(/^(\.\.\/)+/, ""), lineNumber: entry.originalLine, columnNumber: entry.originalColumn };
-}
-
-/** A frame as `function url:line`, the path shortened. */
-function frameName({ functionName, url, lineNumber }) {
-  return `${functionName || "(anonymous)"} ${url.replace(/.*node_modules\//, "").replace(/.*\/dist\//, "dist/")}:${lineNumber + 1}`;
-}
-
 /** The kind of an allocation, from its stack (innermost first). */
 function kindOf(stack) {
   const near = stack.slice(0, 6).map((f) => `${f.functionName} ${f.url}`);
