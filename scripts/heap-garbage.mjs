@@ -80,7 +80,6 @@ async function sample(collected) {
   }
 }
 
-/** Each built file's source map, read once (null: it has none). */
 /** The kind of an allocation, from its stack (innermost first). */
 function kindOf(stack) {
   const near = stack.slice(0, 6).map((f) => `${f.functionName} ${f.url}`);
