@@ -22,13 +22,13 @@
 // in two halves, and its RSS is read as started, --hold seconds after the opening and --settle
 // seconds after that (bench:chat's reading 5 s after the opening, and one after V8's
 // memory-reducing collection has usually come). Prints each start, then the medians.
-import { execFileSync, fork } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { fork } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { usageError } from "./lib/args.mjs";
 import { autocannonInWorker, benchOptions, log, logTable, median, runMain, watchdog } from "./lib/bench.mjs";
-import { rssMb, startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
+import { mainThreadCpuUs, rssMb, startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
 import { BODY, HEADERS, IDLE_REQUEST, SERVICE_ENV } from "./lib/chat-workload.mjs";
 import { openInHalves } from "./lib/idle-streams.mjs";
 
@@ -50,7 +50,7 @@ const builds = ["a", "b"].map((key) => {
   if (!opts[key]) usageError("ab-builds", USAGE, `--${key} names a build's folder`);
   const dir = path.resolve(opts[key]);
   if (!existsSync(path.join(dir, "index.js")) || !existsSync(path.join(dir, "node.js"))) usageError("ab-builds", USAGE, `--${key} ${opts[key]}: no index.js and node.js there (a tsup build's folder)`);
-  return { key: key.toUpperCase(), dir, label: `${key.toUpperCase()} (${opts[key]})` };
+  return { dir, label: `${key.toUpperCase()} (${opts[key]})` };
 });
 if (process.platform !== "linux") usageError("ab-builds", USAGE, "it reads /proc: Linux only");
 
@@ -62,14 +62,6 @@ process.on("exit", () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 });
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130));
-
-const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-
-/** A process's main thread's CPU time (user + system), in µs. */
-function mainThreadCpuUs(pid) {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-}
 
 const us = (v) => v.toFixed(1);
 const signed = (v) => `${v >= 0 ? "+" : ""}${v.toFixed(1)}`;

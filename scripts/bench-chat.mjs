@@ -50,14 +50,13 @@
 // --streams waiting conversations on the Node entry with CHECKPOINTER=sql (its tables in the same
 // schema, named by the DSN's search_path), measured as in 3.
 import { execFileSync, fork } from "node:child_process";
-import { readFileSync } from "node:fs";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import postgres from "postgres";
-import { benchRuntimes, parseRuntimes, rssMb, startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
+import { benchRuntimes, mainThreadCpuUs, parseRuntimes, rssMb, startEntry, stopEntry } from "./lib/bench-runtimes.mjs";
 import { openInHalves } from "./lib/idle-streams.mjs";
 import { BODY, EXPECTED_EVENTS, HEADERS, IDLE_REQUEST, SERVICE_ENV } from "./lib/chat-workload.mjs";
 import { memoryCgroup } from "./lib/memory-cgroup.mjs";
@@ -732,21 +731,6 @@ async function droppedSpans(app) {
   const out = {};
   for (const m of text.matchAll(/^agent_trace_spans_dropped_total\{reason="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
   return out;
-}
-
-/**
- * Main-thread CPU time of this process in microseconds (Linux /proc, 10 ms ticks), else undefined.
- * The server's event loop is the bottleneck here, so this is its cost per chat, undisturbed by
- * how the two cores are shared with the load generator's and the sink's threads.
- */
-function mainThreadCpuUs() {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return undefined;
-  }
 }
 
 async function tracingMode(createApp) {

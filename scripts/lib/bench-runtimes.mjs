@@ -38,6 +38,20 @@ function freePort() {
   });
 }
 
+/**
+ * A process's main-thread CPU time (user + system) in microseconds, from Linux's /proc (whose
+ * figures count USER_HZ ticks of 10 ms); undefined where /proc cannot be read.
+ */
+export function mainThreadCpuUs(pid = process.pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
+}
+
 export const rssMb = (pid) => {
   try {
     const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
