@@ -31,7 +31,6 @@
 //    the fetch is handed the call and where its answer arrives; the p50 of each part is printed
 //    (the client's work before the fetch, the time in flight, the reading of the answer against
 //    res.json()). A breakdown, not the figure judged.
-import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { stringify } from "yaml";
 import { createApprovalGate, PauseBook } from "../src/approvals/gate.ts";
@@ -46,7 +45,7 @@ import { describeCall, judge } from "../src/policy/judge.ts";
 import { preparePolicy } from "../src/policy/setup.ts";
 import { nodeOutboundFetch } from "../src/runtime/outbound.ts";
 import { createMemoryStore } from "../src/store/memory/store.ts";
-import { benchOptions, closeServer, log, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
+import { benchOptions, closeServer, jsonUpstream, log, median, percentile, runMain, watchdog } from "./lib/bench.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // options
@@ -342,19 +341,6 @@ function benchJudge(calls) {
 
 const ANSWER = JSON.stringify({ id: "42", name: "widget", price: 12.5, tags: ["a", "b"], ok: true });
 
-function upstream() {
-  const server = http.createServer((req, res) => {
-    req.resume();
-    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(ANSWER) });
-    res.end(ANSWER);
-  });
-  server.keepAliveTimeout = 60_000;
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve({ server, port: server.address().port }));
-  });
-}
-
 function stats(times) {
   const sorted = Float64Array.from(times).sort();
   let sum = 0;
@@ -483,7 +469,7 @@ async function inFlow({ setup, entryFetch, scope, request, url, n }) {
 }
 
 async function benchClient(policyText, specs) {
-  const { server, port } = await upstream();
+  const { server, port } = await jsonUpstream(ANSWER);
   const base = `http://127.0.0.1:${port}`;
   try {
     const env = {};

@@ -1,6 +1,7 @@
 // Shared by the scripts/bench-*.mjs benchmarks: option parsing, a watchdog, loading dist/, serving
 // a fetch handler on 127.0.0.1, autocannon in a worker thread, small statistics, and the main
 // wrapper that sets the exit code.
+import http from "node:http";
 import { serve } from "@hono/node-server";
 import autocannon from "autocannon";
 import { numberOption, parseCommandLine } from "./args.mjs";
@@ -51,6 +52,23 @@ export function listen(fetch) {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port: 0, hostname: "127.0.0.1" }, (info) => resolve({ server, port: info.port }));
     server.once("error", reject);
+  });
+}
+
+/**
+ * A node:http upstream on 127.0.0.1, port 0, answering every request 200 with `body` as JSON (with
+ * its length; connections kept alive a minute): `{ server, port }`. The policy benchmarks' API.
+ */
+export function jsonUpstream(body) {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 60_000;
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve({ server, port: server.address().port }));
   });
 }
 
