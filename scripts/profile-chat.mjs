@@ -5,9 +5,9 @@
 //
 // A diagnostic, not a benchmark with a target: bench:chat says how fast /chat is against a bare
 // Hono route; this says where the service's main thread spends a chat. The service is the built
-// package (--dist, dist/ by default: dist/index.js) served as bench:chat serves it (serveNode,
-// the fake model, bench:chat's workload of 20 events an answer), driven by autocannon in a worker
-// thread. After --warmup seconds, V8's CPU profiler samples the main thread (every 100 µs) for
+// package (--dist, a build's folder from the working directory, dist/ by default) served as
+// bench:chat serves it (serveNode, the fake model, bench:chat's workload of 20 events an answer),
+// driven by autocannon in a worker thread. After --warmup seconds, V8's CPU profiler samples the main thread (every 100 µs) for
 // --seconds, and the samples are counted by function and by file where the code was written
 // (src/..., or the bundled dependency's file, through the build's source maps;
 // scripts/lib/source-frames.mjs). The idle share is time the main thread waited for the load
@@ -16,6 +16,8 @@
 // the objects that collections took too, and prints the bytes allocated a chat by allocation site.
 // Sampled: each figure is an estimate, and a share under 0.5% is noise.
 import { Session } from "node:inspector/promises";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { usageError } from "./lib/args.mjs";
 import { autocannonInWorker, benchOptions, closeServer, log, logTable, runMain, watchdog } from "./lib/bench.mjs";
 import { BODY, HEADERS, SERVICE_ENV } from "./lib/chat-workload.mjs";
@@ -69,7 +71,8 @@ function tallyAlloc(profile) {
 }
 
 async function main() {
-  const dist = new URL(`../${opts.dist.replace(/\/+$/, "")}/index.js`, import.meta.url);
+  // From the working directory, as ab-builds reads its folders: a copied build (dist-a) or dist/.
+  const dist = pathToFileURL(path.resolve(opts.dist, "index.js"));
   const { createApp, serveNode } = await import(dist.href).catch((error) => {
     process.stderr.write(`profile-chat: cannot load ${dist.pathname} (run \`npx tsup --silent\` first): ${error.message}\n`);
     process.exit(2);

@@ -1,6 +1,6 @@
-// Shared by the scripts/bench-*.mjs benchmarks: option parsing, a watchdog, loading dist/, serving
-// a fetch handler on 127.0.0.1, autocannon in a worker thread, small statistics, and the main
-// wrapper that sets the exit code.
+// Shared by the benchmarks and diagnostics under scripts/: option parsing, a watchdog, loading
+// dist/, serving a fetch handler on 127.0.0.1, a JSON upstream, autocannon in a worker thread,
+// small statistics, and the main wrapper that sets the exit code.
 import http from "node:http";
 import { serve } from "@hono/node-server";
 import autocannon from "autocannon";
