@@ -227,29 +227,13 @@ describe("serveNode", () => {
   it("hands a stream over as a source: no body on the response, the text written to the socket's response", async () => {
     const app = await createApp({ env: ENV, logWrite: () => {} });
     open.push({ close: () => app.close() });
-    const written: string[] = [];
-    let ended = false;
-    const outgoing = {
-      headers: {} as Record<string, string>,
-      statusCode: 0,
-      setHeader(name: string, value: string) {
-        this.headers[name] = value;
-      },
-      headersSent: false,
-      flushHeaders() {},
-      write: (text: string) => void written.push(text),
-      end: (text: string) => {
-        written.push(text);
-        ended = true;
-      },
-      on: () => {},
-    };
+    const { outgoing, written } = fakeOutgoing();
     const request = new Request("http://x/chat", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: JSON.stringify({ message: "hello" }) });
     const response = await directStreamsFetch(app.fetch)(request, { outgoing } as never);
     expect(response.headers.get("x-hono-already-sent")).toBe("true");
     expect(outgoing.statusCode).toBe(200);
     expect(outgoing.headers["content-type"]).toBe("text/event-stream; charset=utf-8");
-    await expect.poll(() => ended).toBe(true);
+    await expect.poll(() => outgoing.writableEnded).toBe(true);
     expect(answerText(parseSse(written.join("")))).toBe("echo: hello");
     // The same app answers a caller without a runtime of its own with a web stream, as before.
     const plain = await app.fetch(new Request(request.url, { method: "POST", headers: request.headers, body: JSON.stringify({ message: "again" }) }));
@@ -257,6 +241,52 @@ describe("serveNode", () => {
     expect(answerText(parseSse(await plain.text()))).toBe("echo: again");
   });
 });
+
+describe("serveNode: when the answers go out", () => {
+  it("writes a run's last words in the stream's turn of the loop, not from the microtasks of the read that brought its request", async () => {
+    // Every answer finished while the requests of one read were handled goes out in one pass
+    // after it (setImmediate), back to back, rather than each from the middle of that read:
+    // a client's side is then woken once for the lot instead of once an answer.
+    const app = await createApp({ env: ENV, logWrite: () => {} });
+    open.push({ close: () => app.close() });
+    const { outgoing, calls, written } = fakeOutgoing();
+    const request = new Request("http://x/chat", { method: "POST", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: JSON.stringify({ message: "hello" }) });
+    await directStreamsFetch(app.fetch)(request, { outgoing } as never);
+    // The fake model answers at once: the run is over within this turn's microtasks.
+    for (let i = 0; i < 200; i++) await Promise.resolve();
+    expect(calls).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual(["end"]);
+    expect(answerText(parseSse(written.join("")))).toBe("echo: hello");
+  });
+});
+
+/** What directStreamsFetch is given as node:http's response at the seam: what it was told, in order. */
+function fakeOutgoing() {
+  const written: string[] = [];
+  const calls: ("write" | "end")[] = [];
+  const outgoing = {
+    headers: {} as Record<string, string>,
+    statusCode: 0,
+    setHeader(name: string, value: string) {
+      this.headers[name] = value;
+    },
+    headersSent: false,
+    writableEnded: false,
+    flushHeaders() {},
+    write(text: string) {
+      calls.push("write");
+      written.push(text);
+    },
+    end(text: string) {
+      calls.push("end");
+      written.push(text);
+      this.writableEnded = true;
+    },
+    on: () => {},
+  };
+  return { outgoing, written, calls };
+}
 
 /** The server's side of each connection, once each (a connection handed back is announced again). */
 function serverSockets(server: Server): { sockets: Set<Socket>; announced: () => number } {
