@@ -169,7 +169,7 @@ function send(run: RunCalls, toolCall: ToolCallScope, apiName: string, request: 
     takeLimits(run, judged.api);
     run.scope.signal.throwIfAborted();
     const [outbound, span] = prepare(run, toolCall, request, judged, hold.call, credential, undefined);
-    return transmit(run, outbound, span);
+    return new InFlight(run, outbound, span).result;
   } catch (error) {
     return Promise.reject(error);
   }
@@ -194,7 +194,7 @@ async function sendAfterWaits(run: RunCalls, toolCall: ToolCallScope, request: A
   if (approvalId !== undefined && !(await options.gate!.claim(approvalId)))
     throw new ApiPolicyError("the approved call was already sent once; it is not sent again");
   const [outbound, span] = prepare(run, toolCall, request, judged, call, credential, approvalId);
-  if (approvalId === undefined) return transmit(run, outbound, span);
+  if (approvalId === undefined) return new InFlight(run, outbound, span).result;
   // Fenced by the run's own clock as late as can be: a run that stalled past its lease between
   // the claim and here is no longer the only one on the thread, and the run now resuming it reads
   // the claimed call as unknown; sending it now would surprise everyone.
@@ -207,7 +207,7 @@ async function sendAfterWaits(run: RunCalls, toolCall: ToolCallScope, request: A
   try {
     // Claimed: sent even if the run stopped during the claim, since only this run may send it now
     // and nothing else would; its answer is recorded for the next run to read.
-    response = await transmit(run, outbound, span);
+    response = await new InFlight(run, outbound, span).result;
   } catch (error) {
     // Claimed and handed over, and no answer: it may have reached the API. Never sent again.
     await options.gate!.unanswered?.(approvalId);
@@ -346,9 +346,10 @@ function addClientHeaders(
 }
 
 /**
- * Sends a decided call. The run's stop was checked just before (in send or sendAfterWaits) with
- * nothing awaited since, or the call is an approved one this run claimed, sent whether or not
- * the run has stopped since.
+ * One decided call in flight, sent as it is made: its answer, its deadline and its run's stop
+ * race, and the first to come settles `result` and ends the call (its log line and span). The
+ * run's stop was checked just before (in send or sendAfterWaits) with nothing awaited since, or
+ * the call is an approved one this run claimed, sent whether or not the run has stopped since.
  *
  * One deadline for the whole answer, headers and body (CONTRACT 5): a slow-drip upstream cannot
  * hold a run. Web fetch does not say when the connection is made, so the deadline runs from the
@@ -356,17 +357,10 @@ function addClientHeaders(
  * much as the rest of the client on Node 20): when the deadline or the run's stop wins, the
  * answer's body is cancelled and the call fails at once; a connection still waiting for headers
  * is left to the runtime's own timeouts.
- */
-function transmit(run: RunCalls, call: OutboundCall, span: TraceSpan): Promise<ApiResponse> {
-  return new InFlight(run, call, span).result;
-}
-
-/**
- * One call in flight: its answer, its deadline and its run's stop race, and the first to come
- * settles `result` and ends the call (its log line and span). Not an async function awaiting a
- * promise made for the race: settled from here, a call costs one promise and one turn less
- * (0.2-0.3 µs of the 6 µs the client adds on Node 20, measured with both versions of the client
- * in one process, calls in turn; scripts/BENCHMARKS.md).
+ *
+ * Not an async function awaiting a promise made for the race: settled from here, a call costs one
+ * promise and one turn less (0.2-0.3 µs of the 6 µs the client adds on Node 20, measured with
+ * both versions of the client in one process, calls in turn; scripts/BENCHMARKS.md).
  */
 class InFlight extends Deadline implements ExchangeState {
   stopped = false;

@@ -56,7 +56,7 @@ export async function askIssuer(client: IssuerClient, ask: ExchangeAsk): Promise
   // The signal ends a connection still waiting as well as a body still arriving; the race ends
   // the exchange at the deadline even when an injected fetch ignores the signal. Exchanges are
   // rare next to calls (their tokens are cached), so a signal per exchange costs nothing here,
-  // unlike per outbound call (client.ts's `transmit`).
+  // unlike per outbound call (client.ts's `InFlight`).
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<IssuerAnswer>((resolve) => {

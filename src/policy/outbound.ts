@@ -1,6 +1,6 @@
 /**
  * One decided call on the wire: send it, refuse a redirect, read the answer up to its cap. The
- * deadline and the run's stop are raced around this in client.ts's `transmit`, which says why no
+ * deadline and the run's stop are raced around this in client.ts's `InFlight`, which says why no
  * signal is passed to fetch; they end an exchange through its `ExchangeState`.
  */
 import { ApiCallError } from "../errors.js";
