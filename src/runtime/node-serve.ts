@@ -210,7 +210,6 @@ class PacedSink implements SseSink {
   push(): void {
     this.scheduled = false;
     if (this.ended()) return;
-    this.lastWrite = Date.now();
     const out = this.out;
     if (this.ending) {
       const all = this.buffered;
@@ -221,6 +220,7 @@ class PacedSink implements SseSink {
       else this.endHandedOver(this.socket!, all);
       return;
     }
+    this.lastWrite = Date.now();
     if (this.buffered !== "") {
       const text = this.buffered;
       this.buffered = "";
