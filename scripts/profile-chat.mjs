@@ -12,7 +12,8 @@
 // (src/..., or the bundled dependency's file, through the build's source maps;
 // scripts/lib/source-frames.mjs). The idle share is time the main thread waited for the load
 // generator or the network; the write of each answer to its socket shows as writeUtf8String
-// (or writev). With --alloc, a second segment runs under V8's sampling heap profiler, counting
+// (or writev), with all the kernel does within it (on loopback, waking the reader's thread:
+// `perf record -g -p <pid>` tells them apart, README "Benchmarks"). With --alloc, a second segment runs under V8's sampling heap profiler, counting
 // the objects that collections took too, and prints the bytes allocated a chat by allocation site.
 // Sampled: each figure is an estimate, and a share under 0.5% is noise.
 import { Session } from "node:inspector/promises";
