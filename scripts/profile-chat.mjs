@@ -7,14 +7,15 @@
 // Hono route; this says where the service's main thread spends a chat. The service is the built
 // package (--dist, a build's folder from the working directory, dist/ by default) served as
 // bench:chat serves it (serveNode, the fake model, bench:chat's workload of 20 events an answer),
-// driven by autocannon in a worker thread. After --warmup seconds, V8's CPU profiler samples the main thread (every 100 µs) for
-// --seconds, and the samples are counted by function and by file where the code was written
-// (src/..., or the bundled dependency's file, through the build's source maps;
-// scripts/lib/source-frames.mjs). The idle share is time the main thread waited for the load
-// generator or the network; the write of each answer to its socket shows as writeUtf8String
-// (or writev), with all the kernel does within it (on loopback, waking the reader's thread:
-// `perf record -g -p <pid>` tells them apart, README "Benchmarks"). With --alloc, a second segment runs under V8's sampling heap profiler, counting
-// the objects that collections took too, and prints the bytes allocated a chat by allocation site.
+// driven by autocannon in a worker thread. After --warmup seconds, V8's CPU profiler samples the
+// main thread (every 100 µs) for --seconds, and the samples are counted by function and by file
+// where the code was written (src/..., or the bundled dependency's file, through the build's
+// source maps; scripts/lib/source-frames.mjs). The idle share is time the main thread waited for
+// the load generator or the network; the write of each answer to its socket shows as
+// writeUtf8String (or writev), with all the kernel does within it (on loopback, waking the
+// reader's thread: `perf record -g -p <pid>` tells them apart, README "Benchmarks"). With
+// --alloc, a second segment runs under V8's sampling heap profiler, counting the objects that
+// collections took too, and prints the bytes allocated a chat by allocation site.
 // Sampled: each figure is an estimate, and a share under 0.5% is noise.
 import { Session } from "node:inspector/promises";
 import path from "node:path";
