@@ -7,13 +7,14 @@
 //
 // A diagnostic, not a benchmark with a target. bench:chat reads the entry's RSS 5 s after opening
 // 10,000 /chat streams, and again a minute later; this says what the first reading holds that the
-// second does not. The Node entry (as `npm start` runs it, with --flags added to its V8 flags; fake
-// model, heartbeats every 2 s as in bench:chat) is started with scripts/lib/heap-spaces-preload.mjs,
-// which records its heap spaces every 250 ms. --streams streams are opened in two halves as
-// bench:chat opens them, then held --seconds. One row a second from the end of the opening: RSS,
-// the young generation's committed bytes, the old generation's bytes in use and committed, the
-// other spaces' committed bytes, what is not V8's heap (the binary's pages, malloc, sockets), and
-// the full collections of that second. The row at 5 s is bench:chat's reading.
+// second does not. The Node entry (as `npm start` runs it, with the Node or V8 flags of --flags
+// added; fake model, heartbeats every 2 s as in bench:chat) is started with
+// scripts/lib/heap-spaces-preload.mjs, which records its heap spaces every 250 ms. --streams
+// streams are opened in two halves as bench:chat opens them, then held --seconds. One row a
+// second from the end of the opening: RSS, the young generation's committed bytes, the old
+// generation's bytes in use and committed, the other spaces' committed bytes, what is not V8's
+// heap (the binary's pages, malloc, sockets), and the full collections of that second. The row at
+// 5 s is bench:chat's reading.
 import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
