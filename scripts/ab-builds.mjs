@@ -3,13 +3,16 @@
 //
 //   node scripts/ab-builds.mjs --a DIR --b DIR [--rounds 20] [--seconds 3] [--connections 50]
 //   node scripts/ab-builds.mjs --a DIR --b DIR --idle [--rounds 4] [--streams 10000] [--hold 5] [--settle 20]
+//   either with [--a-flags=FLAGS] [--b-flags=FLAGS], e.g. --b-flags=--no-concurrent-recompilation
 //
 // DIR is a build's output folder: `npx tsup --silent && cp -r dist dist-a` on one version, the same
 // into dist-b on the other (git ignores dist-*/). Each is copied whole (its chunks import one
 // another) and kept in this repository, whose node_modules it imports yaml and the optional
-// packages from. A figure moves with the machine from one minute to the next by more than
-// most changes move it, so the two builds are measured in turn, the first of each pair
-// alternating, and the paired differences count, not two separate runs.
+// packages from. The two may be one folder, told apart by --a-flags and --b-flags: Node or V8
+// flags (each starting with --; several in one quoted value, written with `=` since they start
+// with dashes) given to that build's process only. A figure moves with the machine from one
+// minute to the next by more than most changes move it, so the two builds are measured in turn,
+// the first of each pair alternating, and the paired differences count, not two separate runs.
 //
 // Default: the cost of a chat. Each build's package (DIR/index.js) is served in a child process of
 // its own as bench:chat serves dist/ (scripts/lib/ab-serve.mjs), and autocannon drives each in
@@ -34,13 +37,14 @@ import { openInHalves } from "./lib/idle-streams.mjs";
 
 const USAGE =
   "usage: node scripts/ab-builds.mjs --a DIR --b DIR [--rounds 20] [--seconds 3] [--connections 50]\n" +
-  "       node scripts/ab-builds.mjs --a DIR --b DIR --idle [--rounds 4] [--streams 10000] [--hold 5] [--settle 20]\n";
+  "       node scripts/ab-builds.mjs --a DIR --b DIR --idle [--rounds 4] [--streams 10000] [--hold 5] [--settle 20]\n" +
+  "       either with [--a-flags=FLAGS] [--b-flags=FLAGS] (Node or V8 flags for that build's process)\n";
 const argv = process.argv.slice(2);
 const opts = benchOptions(argv, {
   name: "ab-builds",
   usage: USAGE,
   numbers: { rounds: 20, seconds: 3, connections: 50, streams: 10_000, hold: 5, settle: 20 },
-  strings: { a: "", b: "" },
+  strings: { a: "", b: "", "a-flags": "", "b-flags": "" },
   switches: ["idle"],
 });
 if (opts.idle && !argv.some((a) => a.startsWith("--rounds"))) opts.rounds = 4;
@@ -50,7 +54,9 @@ const builds = ["a", "b"].map((key) => {
   if (!opts[key]) usageError("ab-builds", USAGE, `--${key} names a build's folder`);
   const dir = path.resolve(opts[key]);
   if (!existsSync(path.join(dir, "index.js")) || !existsSync(path.join(dir, "node.js"))) usageError("ab-builds", USAGE, `--${key} ${opts[key]}: no index.js and node.js there (a tsup build's folder)`);
-  return { dir, label: `${key.toUpperCase()} (${opts[key]})` };
+  const flags = opts[`${key}Flags`].split(/\s+/).filter(Boolean);
+  if (flags.some((f) => !f.startsWith("--"))) usageError("ab-builds", USAGE, `--${key}-flags takes Node or V8 flags (each starting with --)`);
+  return { dir, flags, label: `${key.toUpperCase()} (${opts[key]}${flags.length ? ` ${flags.join(" ")}` : ""})` };
 });
 if (process.platform !== "linux") usageError("ab-builds", USAGE, "it reads /proc: Linux only");
 
@@ -68,7 +74,7 @@ const signed = (v) => `${v >= 0 ? "+" : ""}${v.toFixed(1)}`;
 
 function serve(build) {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL("./lib/ab-serve.mjs", import.meta.url)), [build.dir], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const child = fork(fileURLToPath(new URL("./lib/ab-serve.mjs", import.meta.url)), [build.dir], { execArgv: [...process.execArgv, ...build.flags], stdio: ["ignore", "inherit", "inherit", "ipc"] });
     children.add(child);
     child.once("message", (msg) => resolve({ child, url: `http://127.0.0.1:${msg.port}/chat` }));
     child.once("exit", (code, signal) => reject(new Error(`${build.label}: its server exited (${code ?? signal})`)));
@@ -113,7 +119,8 @@ async function idleMemory() {
   for (let round = 0; round < opts.rounds; round++) {
     for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
       const entry = path.join(builds[i].dir, "node.js");
-      const wrap = (command, args) => [command, args.map((arg) => (arg === "dist/node.js" ? entry : arg))];
+      // npm start's command with this build's entry, its --x-flags before it.
+      const wrap = (command, args) => [command, args.flatMap((arg) => (arg === "dist/node.js" ? [...builds[i].flags, entry] : [arg]))];
       const { child, port } = await startEntry("node", { ...SERVICE_ENV, SSE_HEARTBEAT_S: "2" }, children, { wrap });
       let handle;
       try {

@@ -3,18 +3,18 @@
 // collections come. All on 127.0.0.1.
 //
 //   npx tsup --silent && node scripts/idle-timeline.mjs [--streams 10000] [--seconds 30]
-//       [--flags "--max-semi-space-size=4"]
+//       [--flags="--max-semi-space-size=4"]
 //
 // A diagnostic, not a benchmark with a target. bench:chat reads the entry's RSS 5 s after opening
 // 10,000 /chat streams, and again a minute later; this says what the first reading holds that the
 // second does not. The Node entry (as `npm start` runs it, with the Node or V8 flags of --flags
-// added; fake model, heartbeats every 2 s as in bench:chat) is started with
-// scripts/lib/heap-spaces-preload.mjs, which records its heap spaces every 250 ms. --streams
-// streams are opened in two halves as bench:chat opens them, then held --seconds. One row a
-// second from the end of the opening: RSS, the young generation's committed bytes, the old
-// generation's bytes in use and committed, the other spaces' committed bytes, what is not V8's
-// heap (the binary's pages, malloc, sockets), and the full collections of that second. The row at
-// 5 s is bench:chat's reading.
+// added, written with `=` since they start with dashes; fake model, heartbeats every 2 s as in
+// bench:chat) is started with scripts/lib/heap-spaces-preload.mjs, which records its heap spaces
+// every 250 ms. --streams streams are opened in two halves as bench:chat opens them, then held
+// --seconds. One row a second from the end of the opening: RSS, the young generation's committed
+// bytes, the old generation's bytes in use and committed, the other spaces' committed bytes, what
+// is not V8's heap (the binary's pages, malloc, sockets), and the full collections of that second.
+// The row at 5 s is bench:chat's reading.
 import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,7 +25,7 @@ import { benchOptions, log, logTable, runMain, watchdog } from "./lib/bench.mjs"
 import { IDLE_REQUEST, SERVICE_ENV } from "./lib/chat-workload.mjs";
 import { openInHalves } from "./lib/idle-streams.mjs";
 
-const USAGE = 'usage: node scripts/idle-timeline.mjs [--streams 10000] [--seconds 30] [--flags "--max-semi-space-size=4"]\n';
+const USAGE = 'usage: node scripts/idle-timeline.mjs [--streams 10000] [--seconds 30] [--flags="--max-semi-space-size=4"]\n';
 const opts = benchOptions(process.argv.slice(2), {
   name: "idle-timeline",
   usage: USAGE,
