@@ -253,6 +253,25 @@ describe("Dockerfile", () => {
     expect(max).toBeLessThanOrEqual(2 * live);
   }, 30_000);
 
+  it("`npm start`, and so the image, has V8 compile optimized code on the main thread, not on its compiler threads", () => {
+    // Node 24's compiler threads (Maglev's above all) kept about 20 MB of malloc'd memory after
+    // 10,000 conversations were opened at once, for the process's life (README, "Runtimes").
+    const flags = startFlags();
+    expect(flags).toContain("--no-concurrent-recompilation");
+    // A function hot enough for V8's optimizing tiers: --trace-opt names each compilation and its mode.
+    const hot = `function f(x) { let s = 0; for (let i = 0; i < 100; i++) s += (x * i) % 7; return s; }
+      let t = 0; for (let i = 0; i < 200000; i++) t += f(i); if (t < 0) console.log(t);`;
+    const trace = (extra: string[]) =>
+      execFileSync(process.execPath, [...extra, "--trace-opt", "-e", hot], { encoding: "utf8" })
+        .split("\n")
+        .filter((line) => line.startsWith("[compiling method"));
+    const compiled = trace(flags);
+    expect(compiled.length).toBeGreaterThan(0);
+    for (const line of compiled) expect(line).toContain("ConcurrencyMode::kSynchronous");
+    // Without the flag the same compilations go to the compiler threads: the check above can tell.
+    expect(trace([]).some((line) => line.includes("ConcurrencyMode::kConcurrent"))).toBe(true);
+  });
+
   it("runs as a non-root user", () => {
     const user = one("USER");
     expect(["root", "0"]).not.toContain(user.split(":")[0]);
