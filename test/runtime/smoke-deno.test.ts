@@ -8,7 +8,10 @@ import { expectHangingCallsToTimeOut } from "./hanging-call.js";
 import { describeSmoke } from "./smoke.js";
 import { smokeSchema } from "./smoke-postgres.js";
 import { ENTRY_SCRIPTS, scriptCommand } from "../../scripts/lib/entry-scripts.mjs";
-import { existsSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 // A safety net only: each suite stops its service itself (SIGTERM, then the exit code is checked).
 afterAll(killSpawned);
@@ -19,6 +22,30 @@ it("the suite runs what `npm run start:deno` runs: the built deno entry, which e
   expect(entry).toBeDefined();
   expect(existsSync(entry!)).toBe(true);
 });
+
+it("`npm run start:deno` has V8 compile optimized code on the main thread, not on its compiler threads", () => {
+  // As `npm start` does on Node: the compiler threads' malloc'd memory stayed after a burst of
+  // waiting conversations (README, "Runtimes"). Deno passes --v8-flags to V8; --trace-opt names
+  // each compilation and its mode.
+  const { command, args, env } = scriptCommand(process.cwd(), ENTRY_SCRIPTS.deno) as { command: string; args: string[]; env: Record<string, string> };
+  const flags = args.find((a) => a.startsWith("--v8-flags="));
+  expect(flags?.split("=").slice(1).join("=").split(",")).toContain("--no-concurrent-recompilation");
+  const dir = mkdtempSync(join(tmpdir(), "deno-opt-"));
+  const script = join(dir, "hot.js");
+  writeFileSync(script, "function f(x) { let s = 0; for (let i = 0; i < 100; i++) s += (x * i) % 7; return s; }\nlet t = 0; for (let i = 0; i < 200000; i++) t += f(i); if (t < 0) console.log(t);\n");
+  const trace = (v8Flags: string) =>
+    execFileSync(command, ["run", "--no-config", `--v8-flags=${v8Flags}`, script], { encoding: "utf8", env: { ...process.env, ...env, DENO_DIR: join(dir, "cache") } })
+      .split("\n")
+      .filter((line) => line.startsWith("[compiling method"));
+  try {
+    const compiled = trace(`${flags!.slice("--v8-flags=".length)},--trace-opt`);
+    expect(compiled.length).toBeGreaterThan(0);
+    for (const line of compiled) expect(line).toContain("ConcurrencyMode::kSynchronous");
+    expect(trace("--trace-opt").some((line) => line.includes("ConcurrencyMode::kConcurrent"))).toBe(true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 30_000);
 
 describeSmoke("deno, memory", entryStarter("deno"));
 
