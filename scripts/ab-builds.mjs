@@ -119,7 +119,7 @@ async function idleMemory() {
   for (let round = 0; round < opts.rounds; round++) {
     for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
       const entry = path.join(builds[i].dir, "node.js");
-      // npm start's command with this build's entry, its --x-flags before it.
+      // npm start's command with this build's entry, its --a-flags or --b-flags before the entry.
       const wrap = (command, args) => [command, args.flatMap((arg) => (arg === "dist/node.js" ? [...builds[i].flags, entry] : [arg]))];
       const { child, port } = await startEntry("node", { ...SERVICE_ENV, SSE_HEARTBEAT_S: "2" }, children, { wrap });
       let handle;
