@@ -12,6 +12,7 @@ import { parseAllDocuments } from "yaml";
 import { parseSettings } from "../../src/settings/parse.js";
 import { settingsShape } from "../../src/settings/schema.js";
 import { renderChart } from "../support/helm-lite.js";
+import { compilationModes, HOT_SCRIPT } from "../support/v8-compilations.js";
 
 const CHART = "scripts/deploy/helm/agent-service";
 const DOCKERFILE = "scripts/deploy/Dockerfile";
@@ -258,18 +259,12 @@ describe("Dockerfile", () => {
     // 10,000 conversations were opened at once, for the process's life (README, "Runtimes").
     const flags = startFlags();
     expect(flags).toContain("--no-concurrent-recompilation");
-    // A function hot enough for V8's optimizing tiers: --trace-opt names each compilation and its mode.
-    const hot = `function f(x) { let s = 0; for (let i = 0; i < 100; i++) s += (x * i) % 7; return s; }
-      let t = 0; for (let i = 0; i < 200000; i++) t += f(i); if (t < 0) console.log(t);`;
-    const trace = (extra: string[]) =>
-      execFileSync(process.execPath, [...extra, "--trace-opt", "-e", hot], { encoding: "utf8" })
-        .split("\n")
-        .filter((line) => line.startsWith("[compiling method"));
-    const compiled = trace(flags);
+    const modes = (extra: string[]) => compilationModes(process.execPath, [...extra, "--trace-opt", "-e", HOT_SCRIPT]);
+    const compiled = modes(flags);
     expect(compiled.length).toBeGreaterThan(0);
-    for (const line of compiled) expect(line).toContain("ConcurrencyMode::kSynchronous");
+    expect(compiled.every((mode) => mode === "synchronous")).toBe(true);
     // Without the flag the same compilations go to the compiler threads: the check above can tell.
-    expect(trace([]).some((line) => line.includes("ConcurrencyMode::kConcurrent"))).toBe(true);
+    expect(modes([])).toContain("concurrent");
   });
 
   it("runs as a non-root user", () => {
